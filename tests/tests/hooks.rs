@@ -1,0 +1,615 @@
+//! Tests of the quiche hook series (patches/quiche/) on an in-memory pair:
+//! the external congestion controller and the transport extension.
+
+use std::collections::HashMap;
+use std::collections::HashSet;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::Duration;
+use std::time::Instant;
+
+use quiche::cc;
+use quiche::extension::FrameSpan;
+use quiche::extension::FrameType;
+use quiche::extension::SendContext;
+use quiche::extension::SendStage;
+use quiche::extension::StreamAction;
+use quiche::extension::TransportExtension;
+use quic_nc_tests::config;
+use quic_nc_tests::Pair;
+use quic_nc_tests::Side;
+
+// ---------------------------------------------------------------------------
+// External congestion controller
+
+#[derive(Debug, Default)]
+struct CcLog {
+    created: usize,
+    sent: usize,
+    events: usize,
+    acked: usize,
+    lost: usize,
+}
+
+#[derive(Debug)]
+struct FixedWindow {
+    cwnd: usize,
+    rate: u64,
+    log: Arc<Mutex<CcLog>>,
+}
+
+impl cc::CongestionController for FixedWindow {
+    fn on_packet_sent(&mut self, _: Instant, _: usize, _: u64, _: usize, _: bool) {
+        self.log.lock().unwrap().sent += 1;
+    }
+
+    fn on_congestion_event(&mut self, ev: &cc::CongestionEvent) {
+        let mut l = self.log.lock().unwrap();
+        l.events += 1;
+        l.acked += ev.acked.len();
+        l.lost += ev.lost.len();
+    }
+
+    fn congestion_window(&self) -> usize {
+        self.cwnd
+    }
+
+    fn pacing_rate(&self, _: usize, _: &cc::RttEstimates) -> u64 {
+        self.rate
+    }
+}
+
+#[derive(Debug)]
+struct FixedFactory {
+    cwnd: usize,
+    rate: u64,
+    log: Arc<Mutex<CcLog>>,
+}
+
+impl cc::CongestionControllerFactory for FixedFactory {
+    fn new_controller(&self, _: &cc::ControllerInit) -> Box<dyn cc::CongestionController> {
+        self.log.lock().unwrap().created += 1;
+        Box::new(FixedWindow {
+            cwnd: self.cwnd,
+            rate: self.rate,
+            log: self.log.clone(),
+        })
+    }
+}
+
+/// Sends as much as the client may without any ack; returns the datagram
+/// sizes and their release times.
+fn one_flight(pair: &mut Pair) -> Vec<(usize, Instant)> {
+    let mut buf = [0u8; 65535];
+    let mut out = Vec::new();
+    loop {
+        match pair.client.send(&mut buf) {
+            Ok((n, info)) => out.push((n, info.at)),
+            Err(quiche::Error::Done) => return out,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+}
+
+#[test]
+fn external_controller_window_and_pacing_govern_sending() {
+    const CWND: usize = 40 * 1200;
+    const RATE: u64 = 1_000_000; // bytes/s
+    let log = Arc::new(Mutex::new(CcLog::default()));
+    let mut ccfg = config(false);
+    ccfg.set_external_congestion_control(Arc::new(FixedFactory {
+        cwnd: CWND,
+        rate: RATE,
+        log: log.clone(),
+    }));
+    ccfg.enable_pacing(true);
+    let mut scfg = config(true);
+    let mut pair = Pair::new(&mut ccfg, &mut scfg, |_, _| {});
+    pair.handshake();
+    assert!(log.lock().unwrap().created >= 1);
+    assert!(log.lock().unwrap().events >= 1, "acks reach the controller");
+
+    pair.client.stream_send(4, &vec![7u8; 1_000_000], true).unwrap();
+    let flight = one_flight(&mut pair);
+    let bytes: usize = flight.iter().map(|f| f.0).sum();
+    // quiche's own CUBIC would stop at its 10-packet initial window.
+    assert!(bytes <= CWND, "flight {bytes} exceeds the window {CWND}");
+    assert!(bytes + 1500 > CWND, "flight {bytes} does not fill the window {CWND}");
+
+    // Past the initial burst, release times are spaced at the pacing rate.
+    let burst = 10;
+    let paced = &flight[burst..];
+    let span = paced.last().unwrap().1 - paced[0].1;
+    let paced_bytes: usize = paced[..paced.len() - 1].iter().map(|f| f.0).sum();
+    let expect = Duration::from_secs_f64(paced_bytes as f64 / RATE as f64);
+    assert!(
+        span >= expect.mul_f64(0.9) && span <= expect.mul_f64(1.1),
+        "paced span {span:?}, expected about {expect:?}"
+    );
+    assert!(log.lock().unwrap().sent >= flight.len());
+}
+
+#[test]
+fn external_algorithm_without_factory_falls_back_to_cubic() {
+    let mut ccfg = config(false);
+    ccfg.set_cc_algorithm_name("external").unwrap();
+    let mut scfg = config(true);
+    let mut pair = Pair::new(&mut ccfg, &mut scfg, |_, _| {});
+    pair.handshake();
+    pair.client.stream_send(4, &vec![7u8; 100_000], true).unwrap();
+    let bytes: usize = one_flight(&mut pair).iter().map(|f| f.0).sum();
+    assert!(bytes > 0 && bytes <= 20_000, "CUBIC initial window, got {bytes}");
+}
+
+#[test]
+fn per_connection_controller_only_before_data_is_in_flight() {
+    let log = Arc::new(Mutex::new(CcLog::default()));
+    let factory = Arc::new(FixedFactory {
+        cwnd: 20_000,
+        rate: 10_000_000,
+        log: log.clone(),
+    });
+    let mut ccfg = config(false);
+    let mut scfg = config(true);
+    let f2 = factory.clone();
+    let mut pair = Pair::new(&mut ccfg, &mut scfg, move |side, c| {
+        if side == Side::Client {
+            c.set_external_congestion_control(f2.clone()).unwrap();
+        }
+    });
+    assert_eq!(log.lock().unwrap().created, 1);
+    pair.handshake();
+    pair.client.stream_send(4, &vec![1u8; 100_000], true).unwrap();
+    let _ = one_flight(&mut pair);
+    assert_eq!(
+        pair.client.set_external_congestion_control(factory),
+        Err(quiche::Error::InvalidState)
+    );
+}
+
+// ---------------------------------------------------------------------------
+// A toy transport extension: a repetition code. Every packet carrying STREAM
+// data gets a SRC frame with an id; the next packet repeats those STREAM
+// frames in a REPAIR frame. A receiver missing a source but holding its
+// repair hands the copy back to quiche as a recovered packet.
+
+const SRC: u64 = 0x3f00_0001;
+const REPAIR: u64 = 0x3f00_0002;
+const BAD: u64 = 0x3f00_0003;
+const TP: u64 = 0x3f00_00aa;
+
+#[derive(Debug, Default)]
+struct ToyLog {
+    negotiated: Option<bool>,
+    peer_tp: Option<Vec<u8>>,
+    frames_sent: usize,
+    frames_received: usize,
+    acked: Vec<(u64, u64)>,
+    lost: Vec<(u64, u64)>,
+    recovered: usize,
+    deferred: usize,
+    actions: Vec<StreamAction>,
+    /// (SRC id, REPAIR id) written in the packet built last.
+    last_built: (Option<u64>, Option<u64>),
+}
+
+#[derive(Default)]
+struct Toy {
+    advertise: bool,
+    /// Send frames even if the peer did not negotiate (for error tests).
+    force: bool,
+    send_bad: bool,
+    /// Sources that must follow a source before its repair is sent.
+    lag: usize,
+    /// Send pending repairs regardless of `lag` (stream data ran out).
+    flush: bool,
+    negotiated: bool,
+    next_id: u64,
+    pending_repairs: VecDeque<u64>,
+    /// id -> (stream frames, ranges in them)
+    sources: HashMap<u64, (Vec<u8>, Vec<(u64, u64, usize, bool)>)>,
+    repair_state: HashMap<u64, bool>, // true = acked, false = lost
+    deferred: HashMap<u64, Vec<(u64, u64, usize, bool)>>,
+    actions: VecDeque<StreamAction>,
+    // receiver
+    seen: HashSet<u64>,
+    recovered: VecDeque<Vec<u8>>,
+    log: Arc<Mutex<ToyLog>>,
+}
+
+fn put_varint(out: &mut Vec<u8>, v: u64) {
+    let mut b = [0u8; 8];
+    let n = octets_len(v);
+    let mut o = octets::OctetsMut::with_slice(&mut b);
+    o.put_varint_with_len(v, n).unwrap();
+    out.extend_from_slice(&b[..n]);
+}
+
+fn octets_len(v: u64) -> usize {
+    octets::varint_len(v)
+}
+
+fn get_varint(b: &[u8], off: &mut usize) -> Option<u64> {
+    let mut o = octets::Octets::with_slice(b.get(*off..)?);
+    let v = o.get_varint().ok()?;
+    *off += o.off();
+    Some(v)
+}
+
+/// Parses quiche's STREAM frames (type 0x08..0x0f, offset and length
+/// always present) into (stream_id, offset, len, fin).
+fn stream_ranges(frames: &[u8]) -> Vec<(u64, u64, usize, bool)> {
+    let mut out = Vec::new();
+    let mut off = 0;
+    while off < frames.len() {
+        let ty = get_varint(frames, &mut off).unwrap();
+        assert!((0x08..=0x0f).contains(&ty), "unexpected frame {ty:#x}");
+        let id = get_varint(frames, &mut off).unwrap();
+        let so = if ty & 0x04 != 0 { get_varint(frames, &mut off).unwrap() } else { 0 };
+        let len = get_varint(frames, &mut off).unwrap() as usize;
+        off += len;
+        out.push((id, so, len, ty & 0x01 != 0));
+    }
+    out
+}
+
+impl Toy {
+    fn new(advertise: bool, log: Arc<Mutex<ToyLog>>) -> Toy {
+        Toy {
+            advertise,
+            log,
+            ..Default::default()
+        }
+    }
+
+    fn active(&self) -> bool {
+        self.negotiated || self.force
+    }
+
+    fn resolve(&mut self, id: u64, acked: bool) {
+        for (stream_id, offset, len, fin) in self.deferred.remove(&id).unwrap_or_default() {
+            let a = if acked {
+                StreamAction::Acked { stream_id, offset, len }
+            } else {
+                StreamAction::Retransmit { stream_id, offset, len, fin }
+            };
+            self.log.lock().unwrap().actions.push(a);
+            self.actions.push_back(a);
+        }
+    }
+}
+
+impl TransportExtension for Toy {
+    fn frame_types(&self) -> Vec<FrameType> {
+        vec![
+            FrameType { frame_type: SRC, ack_eliciting: true },
+            FrameType { frame_type: REPAIR, ack_eliciting: true },
+            FrameType { frame_type: BAD, ack_eliciting: true },
+        ]
+    }
+
+    fn frame_body_len(&self, frame_type: u64, body: &[u8]) -> Option<usize> {
+        let mut off = 0;
+        match frame_type {
+            SRC => {
+                get_varint(body, &mut off)?;
+                Some(off)
+            },
+            REPAIR => {
+                get_varint(body, &mut off)?;
+                let len = get_varint(body, &mut off)? as usize;
+                Some(off + len)
+            },
+            _ => None,
+        }
+    }
+
+    fn local_transport_params(&self) -> Vec<(u64, Vec<u8>)> {
+        if self.advertise {
+            vec![(TP, vec![1])]
+        } else {
+            vec![]
+        }
+    }
+
+    fn on_peer_transport_params(&mut self, params: &quiche::TransportParams) -> quiche::Result<()> {
+        let tp = params
+            .unknown_params
+            .as_ref()
+            .and_then(|u| u.into_iter().find(|p| p.id == TP).map(|p| p.value.clone()));
+        self.negotiated = self.advertise && tp.is_some();
+        let mut l = self.log.lock().unwrap();
+        l.negotiated = Some(self.negotiated);
+        l.peer_tp = tp;
+        Ok(())
+    }
+
+    fn on_packet_received(
+        &mut self, _pn: u64, _now: Instant, payload: &[u8], frames: &[FrameSpan],
+    ) -> quiche::Result<()> {
+        for f in frames {
+            self.log.lock().unwrap().frames_received += 1;
+            let body = &payload[f.range.clone()];
+            let mut off = octets_len(f.frame_type);
+            let id = get_varint(body, &mut off).ok_or(quiche::Error::InvalidFrame)?;
+            match f.frame_type {
+                SRC => {
+                    self.seen.insert(id);
+                },
+                REPAIR => {
+                    let len = get_varint(body, &mut off).unwrap() as usize;
+                    if self.seen.insert(id) {
+                        self.recovered.push_back(body[off..off + len].to_vec());
+                        self.log.lock().unwrap().recovered += 1;
+                    }
+                },
+                _ => return Err(quiche::Error::InvalidPacket),
+            }
+        }
+        Ok(())
+    }
+
+    fn next_recovered(&mut self) -> Option<Vec<u8>> {
+        self.recovered.pop_front()
+    }
+
+    fn wants_to_send(&self) -> bool {
+        !self.pending_repairs.is_empty() || self.send_bad
+    }
+
+    fn on_send(&mut self, ctx: &mut SendContext) {
+        if !self.active() {
+            return;
+        }
+        match ctx.stage() {
+            SendStage::AfterAck => self.log.lock().unwrap().last_built = (None, None),
+            SendStage::BeforeStream => {
+                if self.send_bad {
+                    let mut f = Vec::new();
+                    put_varint(&mut f, BAD);
+                    f.push(0);
+                    if ctx.push_frame(&f, BAD, 0, true, false) {
+                        self.send_bad = false;
+                    }
+                }
+                let due = self.pending_repairs.len() > self.lag || self.flush;
+                if let Some(&id) = self.pending_repairs.front().filter(|_| due) {
+                    let data = &self.sources[&id].0;
+                    let mut f = Vec::new();
+                    put_varint(&mut f, REPAIR);
+                    put_varint(&mut f, id);
+                    put_varint(&mut f, data.len() as u64);
+                    f.extend_from_slice(data);
+                    if ctx.push_frame(&f, REPAIR, id, true, true) {
+                        self.pending_repairs.pop_front();
+                        let mut l = self.log.lock().unwrap();
+                        l.frames_sent += 1;
+                        l.last_built.1 = Some(id);
+                    }
+                }
+                ctx.reserve_after_stream(16);
+            },
+            SendStage::AfterStream => {
+                self.flush = ctx.stream_frames().is_empty();
+                if self.flush {
+                    return;
+                }
+                let id = self.next_id;
+                let mut f = Vec::new();
+                put_varint(&mut f, SRC);
+                put_varint(&mut f, id);
+                let frames = ctx.stream_frames().to_vec();
+                if ctx.push_frame(&f, SRC, id, true, false) {
+                    self.next_id += 1;
+                    let ranges = stream_ranges(&frames);
+                    self.sources.insert(id, (frames, ranges));
+                    self.pending_repairs.push_back(id);
+                    let mut l = self.log.lock().unwrap();
+                    l.frames_sent += 1;
+                    l.last_built.0 = Some(id);
+                }
+            },
+        }
+    }
+
+    fn on_frame_acked(&mut self, frame_type: u64, token: u64, _now: Instant) {
+        self.log.lock().unwrap().acked.push((frame_type, token));
+        if frame_type == REPAIR {
+            self.repair_state.insert(token, true);
+            self.resolve(token, true);
+        }
+    }
+
+    fn on_frame_lost(&mut self, frame_type: u64, token: u64, _now: Instant) {
+        self.log.lock().unwrap().lost.push((frame_type, token));
+        if frame_type == REPAIR {
+            self.repair_state.insert(token, false);
+            self.resolve(token, false);
+        }
+    }
+
+    fn on_stream_data_lost(
+        &mut self, stream_id: u64, offset: u64, len: usize, fin: bool, _now: Instant,
+    ) -> bool {
+        let range = (stream_id, offset, len, fin);
+        let id = match self.sources.iter().find(|(_, s)| s.1.contains(&range)) {
+            Some((id, _)) => *id,
+            None => return false,
+        };
+        match self.repair_state.get(&id) {
+            Some(false) => false,
+            state => {
+                self.log.lock().unwrap().deferred += 1;
+                self.deferred.entry(id).or_default().push(range);
+                if state == Some(&true) {
+                    self.resolve(id, true);
+                }
+                true
+            },
+        }
+    }
+
+    fn next_stream_action(&mut self) -> Option<StreamAction> {
+        self.actions.pop_front()
+    }
+}
+
+fn toy_pair(
+    client_ext: Option<(bool, bool, bool)>, server_ext: Option<bool>,
+) -> (Pair, Arc<Mutex<ToyLog>>, Arc<Mutex<ToyLog>>) {
+    toy_pair_lag(client_ext, server_ext, 0)
+}
+
+fn toy_pair_lag(
+    client_ext: Option<(bool, bool, bool)>, server_ext: Option<bool>, lag: usize,
+) -> (Pair, Arc<Mutex<ToyLog>>, Arc<Mutex<ToyLog>>) {
+    let clog = Arc::new(Mutex::new(ToyLog::default()));
+    let slog = Arc::new(Mutex::new(ToyLog::default()));
+    let (c2, s2) = (clog.clone(), slog.clone());
+    let mut ccfg = config(false);
+    let mut scfg = config(true);
+    let pair = Pair::new(&mut ccfg, &mut scfg, move |side, conn| match side {
+        Side::Client => {
+            if let Some((adv, force, bad)) = client_ext {
+                let mut t = Toy::new(adv, c2.clone());
+                t.force = force;
+                t.send_bad = bad;
+                t.lag = lag;
+                conn.set_extension(Box::new(t)).unwrap();
+            }
+        },
+        Side::Server => {
+            if let Some(adv) = server_ext {
+                conn.set_extension(Box::new(Toy::new(adv, s2.clone()))).unwrap();
+            }
+        },
+    });
+    (pair, clog, slog)
+}
+
+/// Sends `len` bytes client -> server on stream 4, dropping the client's
+/// datagrams for which `drop` is true, firing timers until the server has
+/// them all. Returns the bytes read.
+fn transfer(pair: &mut Pair, len: usize, drop: &mut dyn FnMut(u64, &[u8]) -> bool) -> Vec<u8> {
+    let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+    let mut written = 0;
+    let mut got = Vec::new();
+    for _ in 0..400 {
+        // quiche buffers at most about a window of stream data at a time.
+        if written < len {
+            written += pair.client.stream_send(4, &data[written..], true).unwrap_or(0);
+        }
+        pair.advance_with(&mut |side, idx, d| side == Side::Client && drop(idx, d));
+        if pair.server_read(4, &mut got) {
+            assert_eq!(got, data, "data corrupted");
+            return got;
+        }
+        assert!(pair.server.local_error().is_none(), "{:?}", pair.server.local_error());
+        if written == len {
+            pair.fire_timers(true);
+        }
+    }
+    panic!("transfer did not complete: {} of {len} bytes", got.len());
+}
+
+#[test]
+fn extension_negotiates_and_sees_peer_parameter() {
+    let (mut pair, clog, slog) = toy_pair(Some((true, false, false)), Some(true));
+    pair.handshake();
+    assert_eq!(clog.lock().unwrap().negotiated, Some(true));
+    assert_eq!(slog.lock().unwrap().negotiated, Some(true));
+    assert_eq!(slog.lock().unwrap().peer_tp.as_deref(), Some(&[1u8][..]));
+}
+
+#[test]
+fn extension_frames_round_trip_and_are_acked() {
+    let (mut pair, clog, slog) = toy_pair(Some((true, false, false)), Some(true));
+    pair.handshake();
+    transfer(&mut pair, 50_000, &mut |_, _| false);
+    pair.advance();
+    let c = clog.lock().unwrap();
+    let s = slog.lock().unwrap();
+    assert!(c.frames_sent > 40);
+    assert_eq!(s.frames_received, c.frames_sent);
+    assert_eq!(c.acked.len(), c.frames_sent, "every extension frame acked once");
+    assert!(c.lost.is_empty());
+    assert_eq!(s.recovered, 0);
+}
+
+#[test]
+fn lost_source_is_recovered_without_retransmission() {
+    let (mut pair, clog, slog) = toy_pair(Some((true, false, false)), Some(true));
+    pair.handshake();
+    // Drop the datagram that carries SRC 3.
+    let log = clog.clone();
+    transfer(&mut pair, 30_000, &mut |_, _| log.lock().unwrap().last_built.0 == Some(3));
+    pair.advance();
+    let c = clog.lock().unwrap();
+    assert_eq!(slog.lock().unwrap().recovered, 1, "the receiver recovered the packet");
+    assert!(c.deferred >= 1, "the loss was deferred");
+    assert!(c.actions.iter().all(|a| matches!(a, StreamAction::Acked { .. })));
+    assert!(!c.actions.is_empty());
+    assert!(c.lost.iter().any(|l| l.0 == SRC), "the SRC frame was reported lost");
+    let stats = pair.client.stats();
+    assert_eq!(stats.stream_retrans_bytes, 0, "nothing was retransmitted");
+}
+
+#[test]
+fn lost_source_and_repair_are_retransmitted() {
+    // Repairs trail their sources by 4 packets, so the source's loss is
+    // declared (and deferred) before its repair's.
+    let (mut pair, clog, _slog) = toy_pair_lag(Some((true, false, false)), Some(true), 4);
+    pair.handshake();
+    let log = clog.clone();
+    transfer(&mut pair, 30_000, &mut |_, _| {
+        let l = log.lock().unwrap().last_built;
+        l.0 == Some(3) || l.1 == Some(3)
+    });
+    let c = clog.lock().unwrap();
+    assert!(c.deferred >= 1, "the source's loss was deferred");
+    assert!(
+        c.actions.iter().any(|a| matches!(a, StreamAction::Retransmit { .. })),
+        "a Retransmit action resolved the deferral: {:?}",
+        *c
+    );
+    assert!(pair.client.stats().stream_retrans_bytes > 0);
+}
+
+#[test]
+fn extension_is_inert_without_peer_parameter() {
+    // Client has no extension: the server's must stay silent.
+    let (mut pair, _clog, slog) = toy_pair(None, Some(true));
+    pair.handshake();
+    assert_eq!(slog.lock().unwrap().negotiated, Some(false));
+    transfer(&mut pair, 20_000, &mut |_, _| false);
+    // Server sends data back too.
+    pair.server.stream_send(1, b"", false).ok();
+    pair.advance();
+    assert_eq!(slog.lock().unwrap().frames_sent, 0);
+    assert!(pair.client.local_error().is_none());
+}
+
+#[test]
+fn unregistered_extension_frame_is_frame_encoding_error() {
+    // The client forces SRC frames on a server without the extension.
+    let (mut pair, _clog, _slog) = toy_pair(Some((false, true, false)), None);
+    pair.handshake();
+    pair.client.stream_send(4, &[1u8; 5000], true).unwrap();
+    pair.advance();
+    let err = pair.server.local_error().expect("server closed the connection");
+    assert!(!err.is_app);
+    assert_eq!(err.error_code, 0x7, "FRAME_ENCODING_ERROR");
+}
+
+#[test]
+fn malformed_extension_frame_is_frame_encoding_error() {
+    let (mut pair, _clog, _slog) = toy_pair(Some((true, false, true)), Some(true));
+    pair.handshake();
+    pair.client.stream_send(4, &[1u8; 100], true).unwrap();
+    pair.advance();
+    let err = pair.server.local_error().expect("server closed the connection");
+    assert!(!err.is_app);
+    assert_eq!(err.error_code, 0x7, "FRAME_ENCODING_ERROR");
+}
+
