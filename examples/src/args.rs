@@ -1,0 +1,266 @@
+//! Command-line definitions of the three tools.
+//!
+//! The binaries only call `parse()` on these structs and hand the result to
+//! [`crate::server::run`] / [`crate::client::run`] / [`crate::certs::generate`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser};
+
+/// Default idle timeout in milliseconds.
+pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 30_000;
+
+/// Default pacing release quantum in microseconds.
+pub const DEFAULT_PACING_SLACK_US: u64 = 1_000;
+
+/// Transport flags shared by `qnc-server` and `qnc-client`.
+#[derive(Args, Debug, Clone)]
+pub struct TransportArgs {
+    /// Congestion controller: reno, cubic, bbr2 (quiche's) or hybrid, ctcp,
+    /// vegas, vegas-nc, aimd (ours).
+    #[arg(long, value_name = "NAME", default_value = crate::cc::DEFAULT,
+          value_parser = crate::cc::validate)]
+    pub cc: String,
+
+    /// QUIC idle timeout in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_IDLE_TIMEOUT_MS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub idle_timeout: u64,
+
+    /// Release paced datagrams up to this many microseconds before their
+    /// pacing time (0 = never early). quiche's pacer does not make up for
+    /// late wake-ups, so a small release quantum keeps paced senders at
+    /// their rate on a loaded machine (1 ms is about two packets at
+    /// 20 Mbit/s).
+    #[arg(long, value_name = "US", default_value_t = DEFAULT_PACING_SLACK_US,
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub pacing_slack_us: u64,
+}
+
+impl TransportArgs {
+    /// The pacing slack as a duration.
+    pub fn pacing_slack(&self) -> std::time::Duration {
+        std::time::Duration::from_micros(self.pacing_slack_us)
+    }
+}
+
+/// `qnc-certs`: mint a test CA and a localhost leaf certificate.
+#[derive(Parser, Debug)]
+#[command(
+    name = "qnc-certs",
+    version,
+    about = "Write ca.pem, ca.key, cert.pem and key.pem for local HTTP/3 tests"
+)]
+pub struct CertsArgs {
+    /// Directory to write the files into (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+/// `qnc-server`: an HTTP/3 file server.
+#[derive(Parser, Debug)]
+#[command(
+    name = "qnc-server",
+    version,
+    about = "HTTP/3 server: serves files under --root and /bytes/<n>"
+)]
+pub struct ServerArgs {
+    /// UDP address to listen on (port 0 picks a free port).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:4433")]
+    pub listen: SocketAddr,
+
+    /// Directory whose files are served.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub root: PathBuf,
+
+    /// PEM certificate chain of the server.
+    #[arg(long, value_name = "FILE")]
+    pub cert: PathBuf,
+
+    /// PEM (PKCS#8) private key of the server.
+    #[arg(long, value_name = "FILE")]
+    pub key: PathBuf,
+
+    /// Print one JSON line of statistics per closed connection on stdout.
+    #[arg(long)]
+    pub stats_json: bool,
+
+    /// Transport options.
+    #[command(flatten)]
+    pub transport: TransportArgs,
+}
+
+/// `qnc-client`: fetch URLs over HTTP/3.
+#[derive(Parser, Debug)]
+#[command(
+    name = "qnc-client",
+    version,
+    about = "HTTP/3 client: fetches the URLs as parallel requests"
+)]
+pub struct ClientArgs {
+    /// PEM file of the certificate authority to trust.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_verify")]
+    pub ca: Option<PathBuf>,
+
+    /// Do not verify the server certificate.
+    #[arg(long)]
+    pub no_verify: bool,
+
+    /// Save response bodies into this directory (otherwise only counted).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Print one JSON line per connection instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Give up after this many seconds overall.
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub timeout: Option<f64>,
+
+    /// Transport options.
+    #[command(flatten)]
+    pub transport: TransportArgs,
+
+    /// https:// URLs to fetch (all with the same host:port).
+    #[arg(value_name = "URL", required = true)]
+    pub urls: Vec<String>,
+}
+
+/// Parses a positive, finite number of seconds.
+pub fn parse_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v < 1e9 => Ok(v),
+        _ => Err(format!("'{s}' is not a positive number of seconds")),
+    }
+}
+
+/// Address to bind a client socket to for talking to `peer`.
+pub fn wildcard_for(peer: &SocketAddr) -> SocketAddr {
+    match peer {
+        SocketAddr::V4(_) => "0.0.0.0:0".parse().expect("valid literal"),
+        SocketAddr::V6(_) => "[::]:0".parse().expect("valid literal"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_defaults_and_flags() {
+        let a = ServerArgs::try_parse_from([
+            "qnc-server",
+            "--listen",
+            "127.0.0.1:0",
+            "--root",
+            "/tmp",
+            "--cert",
+            "c.pem",
+            "--key",
+            "k.pem",
+            "--cc",
+            "bbr2",
+            "--idle-timeout",
+            "500",
+            "--stats-json",
+            "--pacing-slack-us",
+            "250",
+        ])
+        .unwrap();
+        assert_eq!(
+            a.transport.pacing_slack(),
+            std::time::Duration::from_micros(250)
+        );
+        assert_eq!(a.listen.port(), 0);
+        assert_eq!(a.transport.cc, "bbr2");
+        assert_eq!(a.transport.idle_timeout, 500);
+        assert!(a.stats_json);
+
+        let d = ServerArgs::try_parse_from(["qnc-server", "--cert", "c", "--key", "k"]).unwrap();
+        assert_eq!(d.transport.cc, "cubic");
+        assert_eq!(d.transport.idle_timeout, DEFAULT_IDLE_TIMEOUT_MS);
+        assert!(!d.stats_json);
+        assert_eq!(d.transport.pacing_slack_us, DEFAULT_PACING_SLACK_US);
+    }
+
+    #[test]
+    fn server_rejects_unknown_cc_and_bad_address() {
+        assert!(ServerArgs::try_parse_from([
+            "qnc-server",
+            "--cert",
+            "c",
+            "--key",
+            "k",
+            "--cc",
+            "nope",
+        ])
+        .is_err());
+        assert!(ServerArgs::try_parse_from([
+            "qnc-server",
+            "--cert",
+            "c",
+            "--key",
+            "k",
+            "--listen",
+            "nowhere",
+        ])
+        .is_err());
+        assert!(ServerArgs::try_parse_from([
+            "qnc-server",
+            "--cert",
+            "c",
+            "--key",
+            "k",
+            "--idle-timeout",
+            "0",
+        ])
+        .is_err());
+    }
+
+    #[test]
+    fn client_flags() {
+        let a = ClientArgs::try_parse_from([
+            "qnc-client",
+            "--ca",
+            "ca.pem",
+            "--out",
+            "d",
+            "--json",
+            "--timeout",
+            "2.5",
+            "https://localhost:1/a",
+            "https://localhost:1/b",
+        ])
+        .unwrap();
+        assert_eq!(a.urls.len(), 2);
+        assert_eq!(a.timeout, Some(2.5));
+        assert!(a.json);
+        assert_eq!(a.transport.cc, "cubic");
+    }
+
+    #[test]
+    fn client_needs_a_url_and_exclusive_trust_flags() {
+        assert!(ClientArgs::try_parse_from(["qnc-client"]).is_err());
+        assert!(ClientArgs::try_parse_from([
+            "qnc-client",
+            "--ca",
+            "x",
+            "--no-verify",
+            "https://h/",
+        ])
+        .is_err());
+        assert!(
+            ClientArgs::try_parse_from(["qnc-client", "--timeout", "-1", "https://h/",]).is_err()
+        );
+    }
+
+    #[test]
+    fn secs_parser() {
+        assert_eq!(parse_secs("3").unwrap(), 3.0);
+        assert!(parse_secs("0").is_err());
+        assert!(parse_secs("NaN").is_err());
+        assert!(parse_secs("inf").is_err());
+    }
+}

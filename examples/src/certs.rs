@@ -1,0 +1,180 @@
+//! A throw-away certificate authority and a `localhost` leaf certificate.
+//!
+//! rustls-based clients refuse a self-signed leaf that is marked `CA:TRUE`,
+//! so [`generate`] mints a CA (`CA:TRUE`) and a leaf (`CA:FALSE`) signed by
+//! it. Keys are ECDSA P-256, written as PKCS#8 PEM.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use boring::asn1::Asn1Time;
+use boring::bn::{BigNum, MsbOption};
+use boring::ec::{EcGroup, EcKey};
+use boring::hash::MessageDigest;
+use boring::nid::Nid;
+use boring::pkey::{PKey, Private};
+use boring::x509::extension::{
+    AuthorityKeyIdentifier, BasicConstraints, ExtendedKeyUsage, KeyUsage, SubjectAlternativeName,
+    SubjectKeyIdentifier,
+};
+use boring::x509::{X509Name, X509NameBuilder, X509Ref, X509};
+
+/// Validity of generated certificates, in days from now.
+const VALID_DAYS: u32 = 3650;
+
+/// Where [`generate`] wrote its files.
+#[derive(Debug, Clone)]
+pub struct CertPaths {
+    /// The CA certificate (`ca.pem`): give it to clients as trust anchor.
+    pub ca_cert: PathBuf,
+    /// The CA private key (`ca.key`).
+    pub ca_key: PathBuf,
+    /// The leaf certificate (`cert.pem`) for the server.
+    pub cert: PathBuf,
+    /// The leaf private key (`key.pem`, PKCS#8) for the server.
+    pub key: PathBuf,
+}
+
+/// Creates `dir` if needed and writes `ca.pem`, `ca.key`, `cert.pem` and
+/// `key.pem` into it.
+pub fn generate(dir: &Path) -> Result<CertPaths, String> {
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+
+    let ca_key = new_key()?;
+    let ca = build_ca(&ca_key).map_err(tls_err)?;
+    let leaf_key = new_key()?;
+    let leaf = build_leaf(&leaf_key, &ca, &ca_key).map_err(tls_err)?;
+
+    let paths = CertPaths {
+        ca_cert: dir.join("ca.pem"),
+        ca_key: dir.join("ca.key"),
+        cert: dir.join("cert.pem"),
+        key: dir.join("key.pem"),
+    };
+    write(&paths.ca_cert, &ca.to_pem().map_err(tls_err)?)?;
+    write(
+        &paths.ca_key,
+        &ca_key.private_key_to_pem_pkcs8().map_err(tls_err)?,
+    )?;
+    write(&paths.cert, &leaf.to_pem().map_err(tls_err)?)?;
+    write(
+        &paths.key,
+        &leaf_key.private_key_to_pem_pkcs8().map_err(tls_err)?,
+    )?;
+    Ok(paths)
+}
+
+fn tls_err(e: boring::error::ErrorStack) -> String {
+    format!("certificate generation failed: {e}")
+}
+
+fn write(path: &Path, data: &[u8]) -> Result<(), String> {
+    fs::write(path, data).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn new_key() -> Result<PKey<Private>, String> {
+    let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).map_err(tls_err)?;
+    let ec = EcKey::generate(&group).map_err(tls_err)?;
+    PKey::from_ec_key(ec).map_err(tls_err)
+}
+
+fn name(common_name: &str) -> Result<X509Name, boring::error::ErrorStack> {
+    let mut b = X509NameBuilder::new()?;
+    b.append_entry_by_text("O", "QUIC-NC test")?;
+    b.append_entry_by_text("CN", common_name)?;
+    Ok(b.build())
+}
+
+/// Starts a builder with version, random serial, validity, subject and key.
+fn base(
+    subject: &X509Name,
+    key: &PKey<Private>,
+) -> Result<boring::x509::X509Builder, boring::error::ErrorStack> {
+    let mut b = X509::builder()?;
+    b.set_version(2)?;
+    let mut serial = BigNum::new()?;
+    serial.rand(127, MsbOption::MAYBE_ZERO, false)?;
+    let serial = serial.to_asn1_integer()?;
+    b.set_serial_number(&serial)?;
+    // Back-date by a day so small clock differences never matter.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let not_before = now.saturating_sub(86_400);
+    let not_before = Asn1Time::from_unix(not_before as _)?;
+    let not_after = Asn1Time::days_from_now(VALID_DAYS)?;
+    b.set_not_before(&not_before)?;
+    b.set_not_after(&not_after)?;
+    b.set_subject_name(subject)?;
+    b.set_pubkey(key)?;
+    Ok(b)
+}
+
+fn build_ca(key: &PKey<Private>) -> Result<X509, boring::error::ErrorStack> {
+    let subject = name("QUIC-NC test CA")?;
+    let mut b = base(&subject, key)?;
+    b.set_issuer_name(&subject)?;
+    let bc = BasicConstraints::new().critical().ca().build()?;
+    b.append_extension(&bc)?;
+    let ku = KeyUsage::new()
+        .critical()
+        .key_cert_sign()
+        .crl_sign()
+        .build()?;
+    b.append_extension(&ku)?;
+    let ski = SubjectKeyIdentifier::new().build(&b.x509v3_context(None, None))?;
+    b.append_extension(&ski)?;
+    b.sign(key, MessageDigest::sha256())?;
+    Ok(b.build())
+}
+
+fn build_leaf(
+    key: &PKey<Private>,
+    ca: &X509Ref,
+    ca_key: &PKey<Private>,
+) -> Result<X509, boring::error::ErrorStack> {
+    let subject = name("localhost")?;
+    let mut b = base(&subject, key)?;
+    b.set_issuer_name(ca.subject_name())?;
+    let bc = BasicConstraints::new().critical().build()?;
+    b.append_extension(&bc)?;
+    let ku = KeyUsage::new().critical().digital_signature().build()?;
+    b.append_extension(&ku)?;
+    let eku = ExtendedKeyUsage::new().server_auth().build()?;
+    b.append_extension(&eku)?;
+    let san = SubjectAlternativeName::new()
+        .dns("localhost")
+        .ip("127.0.0.1")
+        .ip("::1")
+        .build(&b.x509v3_context(Some(ca), None))?;
+    b.append_extension(&san)?;
+    let ski = SubjectKeyIdentifier::new().build(&b.x509v3_context(Some(ca), None))?;
+    b.append_extension(&ski)?;
+    let aki = AuthorityKeyIdentifier::new()
+        .keyid(true)
+        .build(&b.x509v3_context(Some(ca), None))?;
+    b.append_extension(&aki)?;
+    b.sign(ca_key, MessageDigest::sha256())?;
+    Ok(b.build())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_a_ca_and_a_leaf_signed_by_it() {
+        let dir = std::env::temp_dir().join(format!("qnc-certs-unit-{}", std::process::id()));
+        let paths = generate(&dir).expect("generate");
+        let ca = X509::from_pem(&fs::read(&paths.ca_cert).unwrap()).unwrap();
+        let leaf = X509::from_pem(&fs::read(&paths.cert).unwrap()).unwrap();
+        let ca_pub = ca.public_key().unwrap();
+        assert!(leaf.verify(&ca_pub).unwrap(), "leaf signed by CA");
+        assert!(ca.verify(&ca_pub).unwrap(), "CA self-signed");
+        let key = fs::read_to_string(&paths.key).unwrap();
+        assert!(key.starts_with("-----BEGIN PRIVATE KEY-----"), "PKCS#8");
+        assert!(paths.ca_key.exists());
+        let _ = fs::remove_dir_all(&dir);
+    }
+}

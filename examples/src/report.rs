@@ -1,0 +1,214 @@
+//! Per-connection statistics: JSON lines for scripts, one-line summaries
+//! for people.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+/// The transport counters the tools report, taken from `quiche::Stats`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Bytes sent in UDP payloads (`sent_bytes`).
+    pub bytes_sent: u64,
+    /// Bytes received in UDP payloads (`recv_bytes`).
+    pub bytes_recv: u64,
+    /// QUIC packets sent.
+    pub packets_sent: u64,
+    /// QUIC packets received.
+    pub packets_recv: u64,
+    /// QUIC packets declared lost.
+    pub packets_lost: u64,
+    /// Stream bytes retransmitted (`stream_retrans_bytes`).
+    pub retrans_bytes: u64,
+    /// Bytes declared lost (`lost_bytes`).
+    pub lost_bytes: u64,
+    /// Smoothed RTT of the active path, if known.
+    pub rtt: Option<Duration>,
+}
+
+impl Counters {
+    /// Reads the counters of `conn`.
+    pub fn of(conn: &quiche::Connection) -> Counters {
+        let s = conn.stats();
+        let rtt = conn.path_stats().find(|p| p.active).map(|p| p.rtt);
+        Counters {
+            bytes_sent: s.sent_bytes,
+            bytes_recv: s.recv_bytes,
+            packets_sent: s.sent as u64,
+            packets_recv: s.recv as u64,
+            packets_lost: s.lost as u64,
+            retrans_bytes: s.stream_retrans_bytes,
+            lost_bytes: s.lost_bytes,
+            rtt,
+        }
+    }
+}
+
+/// The JSON line `qnc-server --stats-json` prints per closed connection.
+pub fn server_json(scid: &str, peer: &str, c: &Counters, duration: Duration, cc: &str) -> String {
+    json!({
+        "role": "server",
+        "scid": scid,
+        "peer": peer,
+        "bytes_sent": c.bytes_sent,
+        "packets_sent": c.packets_sent,
+        "packets_lost": c.packets_lost,
+        "retrans_bytes": c.retrans_bytes,
+        "lost_bytes": c.lost_bytes,
+        "duration_s": duration.as_secs_f64(),
+        "cc": cc,
+    })
+    .to_string()
+}
+
+/// What the client reports for one connection.
+#[derive(Debug, Clone)]
+pub struct ClientReport {
+    /// The first URL fetched on the connection.
+    pub url: String,
+    /// The HTTP status of the first response (0 if none arrived).
+    pub status: u16,
+    /// Response body bytes received over all requests.
+    pub bytes: u64,
+    /// Time from connection start to the last response end.
+    pub duration: Duration,
+    /// Number of requests made on the connection.
+    pub requests: usize,
+    /// Transport counters.
+    pub counters: Counters,
+    /// Congestion controller name.
+    pub cc: String,
+}
+
+impl ClientReport {
+    /// Body goodput in Mbit/s.
+    pub fn goodput_mbps(&self) -> f64 {
+        let secs = self.duration.as_secs_f64();
+        if secs > 0.0 {
+            self.bytes as f64 * 8.0 / secs / 1e6
+        } else {
+            0.0
+        }
+    }
+
+    /// The JSON line `qnc-client --json` prints.
+    pub fn json(&self) -> String {
+        json!({
+            "role": "client",
+            "url": self.url,
+            "status": self.status,
+            "bytes": self.bytes,
+            "duration_s": self.duration.as_secs_f64(),
+            "goodput_mbps": self.goodput_mbps(),
+            "packets_sent": self.counters.packets_sent,
+            "packets_lost": self.counters.packets_lost,
+            "retrans_bytes": self.counters.retrans_bytes,
+            "requests": self.requests,
+        })
+        .to_string()
+    }
+
+    /// The human-readable summary line.
+    pub fn human(&self) -> String {
+        let c = &self.counters;
+        let rtt = c
+            .rtt
+            .map(|r| format!("{:.1} ms", r.as_secs_f64() * 1e3))
+            .unwrap_or_else(|| "n/a".into());
+        format!(
+            "{} ({} request{}, status {}): {} bytes in {:.3} s = {:.2} Mbit/s; \
+             client sent {} packets, lost {}, retransmitted {} bytes; \
+             received {} packets; rtt {}; cc {}",
+            self.url,
+            self.requests,
+            if self.requests == 1 { "" } else { "s" },
+            self.status,
+            self.bytes,
+            self.duration.as_secs_f64(),
+            self.goodput_mbps(),
+            c.packets_sent,
+            c.packets_lost,
+            c.retrans_bytes,
+            c.packets_recv,
+            rtt,
+            self.cc,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counters() -> Counters {
+        Counters {
+            bytes_sent: 10,
+            bytes_recv: 20,
+            packets_sent: 3,
+            packets_recv: 4,
+            packets_lost: 1,
+            retrans_bytes: 5,
+            lost_bytes: 6,
+            rtt: Some(Duration::from_millis(2)),
+        }
+    }
+
+    #[test]
+    fn server_line_has_the_contract_fields() {
+        let line = server_json(
+            "ab",
+            "127.0.0.1:5",
+            &counters(),
+            Duration::from_millis(1500),
+            "cubic",
+        );
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["role"], "server");
+        assert_eq!(v["scid"], "ab");
+        assert_eq!(v["peer"], "127.0.0.1:5");
+        assert_eq!(v["bytes_sent"], 10);
+        assert_eq!(v["packets_sent"], 3);
+        assert_eq!(v["packets_lost"], 1);
+        assert_eq!(v["retrans_bytes"], 5);
+        assert_eq!(v["lost_bytes"], 6);
+        assert_eq!(v["duration_s"], 1.5);
+        assert_eq!(v["cc"], "cubic");
+        assert!(!line.contains('\n'));
+    }
+
+    #[test]
+    fn client_line_and_goodput() {
+        let r = ClientReport {
+            url: "https://h/x".into(),
+            status: 200,
+            bytes: 1_000_000,
+            duration: Duration::from_secs(2),
+            requests: 3,
+            counters: counters(),
+            cc: "reno".into(),
+        };
+        assert!((r.goodput_mbps() - 4.0).abs() < 1e-9);
+        let v: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
+        for k in [
+            "role",
+            "url",
+            "status",
+            "bytes",
+            "duration_s",
+            "goodput_mbps",
+            "packets_sent",
+            "packets_lost",
+            "retrans_bytes",
+            "requests",
+        ] {
+            assert!(v.get(k).is_some(), "{k}");
+        }
+        assert_eq!(v["requests"], 3);
+        assert!(r.human().contains("4.00 Mbit/s"));
+        let zero = ClientReport {
+            duration: Duration::ZERO,
+            ..r
+        };
+        assert_eq!(zero.goodput_mbps(), 0.0);
+    }
+}

@@ -1,0 +1,224 @@
+//! One HTTP/3 response being streamed: headers, then a body that is pushed
+//! only as far as flow control allows.
+
+use std::fs::File;
+use std::io::Read;
+
+use quiche::h3::{self, NameValue};
+
+use crate::pattern::Pattern;
+use crate::route::Route;
+
+/// Size of one body chunk handed to quiche.
+pub const CHUNK: usize = 64 * 1024;
+
+/// Where the body bytes come from.
+#[derive(Debug)]
+enum Body {
+    /// A short in-memory body (error messages).
+    Static(Vec<u8>),
+    /// The synthetic pattern.
+    Pattern,
+    /// A file, read chunk by chunk into `buf[start..end]`.
+    File {
+        file: File,
+        buf: Vec<u8>,
+        start: usize,
+        end: usize,
+    },
+}
+
+/// Progress of [`Response::pump`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pump {
+    /// Everything, including FIN, was handed to quiche.
+    Done,
+    /// Flow control or congestion stopped us; call again when writable.
+    Blocked,
+}
+
+/// A response being sent on one request stream.
+#[derive(Debug)]
+pub struct Response {
+    status: u16,
+    length: u64,
+    sent: u64,
+    headers_sent: bool,
+    body: Body,
+}
+
+impl Response {
+    /// The response for `route`, answering a request with `method`.
+    pub fn for_route(route: Route, method: &str) -> Response {
+        if method != "GET" {
+            return Response::text(405, "only GET is supported\n");
+        }
+        match route {
+            Route::Bytes(n) => Response::new(200, n, Body::Pattern),
+            Route::File(path, len) => match File::open(&path) {
+                Ok(file) => Response::new(
+                    200,
+                    len,
+                    Body::File {
+                        file,
+                        buf: Vec::new(),
+                        start: 0,
+                        end: 0,
+                    },
+                ),
+                Err(_) => Response::text(404, "not found\n"),
+            },
+            Route::NotFound => Response::text(404, "not found\n"),
+            Route::BadRequest(why) => Response::text(400, &format!("bad request: {why}\n")),
+        }
+    }
+
+    /// A short plain-text response.
+    pub fn text(status: u16, body: &str) -> Response {
+        Response::new(
+            status,
+            body.len() as u64,
+            Body::Static(body.as_bytes().to_vec()),
+        )
+    }
+
+    fn new(status: u16, length: u64, body: Body) -> Response {
+        Response {
+            status,
+            length,
+            sent: 0,
+            headers_sent: false,
+            body,
+        }
+    }
+
+    /// The HTTP status code.
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    fn headers(&self) -> Vec<h3::Header> {
+        let ctype = match self.body {
+            Body::Static(_) => "text/plain",
+            _ => "application/octet-stream",
+        };
+        vec![
+            h3::Header::new(b":status", self.status.to_string().as_bytes()),
+            h3::Header::new(b"server", b"qnc-server"),
+            h3::Header::new(b"content-type", ctype.as_bytes()),
+            h3::Header::new(b"content-length", self.length.to_string().as_bytes()),
+        ]
+    }
+
+    /// Hands as much of the response to quiche as it accepts.
+    ///
+    /// `Err` means the body source failed (e.g. a file read error); the
+    /// caller should reset the stream.
+    pub fn pump(
+        &mut self,
+        h3c: &mut h3::Connection,
+        conn: &mut quiche::Connection,
+        stream_id: u64,
+        pattern: &Pattern,
+    ) -> Result<Pump, String> {
+        if !self.headers_sent {
+            let fin = self.length == 0;
+            match h3c.send_response(conn, stream_id, &self.headers(), fin) {
+                Ok(()) => self.headers_sent = true,
+                Err(h3::Error::StreamBlocked) | Err(h3::Error::Done) => return Ok(Pump::Blocked),
+                Err(e) => return Err(format!("send_response: {e}")),
+            }
+            if fin {
+                return Ok(Pump::Done);
+            }
+        }
+        while self.sent < self.length {
+            let remaining = self.length - self.sent;
+            let written = {
+                let chunk: &[u8] = match &mut self.body {
+                    Body::Static(data) => {
+                        let start = usize::try_from(self.sent).unwrap_or(usize::MAX);
+                        data.get(start..).unwrap_or(&[])
+                    }
+                    Body::Pattern => pattern.slice(self.sent, remaining),
+                    Body::File {
+                        file,
+                        buf,
+                        start,
+                        end,
+                    } => {
+                        if *start == *end {
+                            refill(file, buf, remaining)?;
+                            *start = 0;
+                            *end = buf.len();
+                        }
+                        &buf[*start..*end]
+                    }
+                };
+                if chunk.is_empty() {
+                    return Err("response body shorter than announced".into());
+                }
+                let fin = chunk.len() as u64 == remaining;
+                match h3c.send_body(conn, stream_id, chunk, fin) {
+                    Ok(n) => n,
+                    Err(h3::Error::Done) | Err(h3::Error::StreamBlocked) => {
+                        return Ok(Pump::Blocked)
+                    }
+                    Err(e) => return Err(format!("send_body: {e}")),
+                }
+            };
+            self.sent += written as u64;
+            if let Body::File { start, .. } = &mut self.body {
+                *start += written;
+            }
+            if written == 0 {
+                return Ok(Pump::Blocked);
+            }
+        }
+        Ok(Pump::Done)
+    }
+}
+
+/// Reads the next chunk of a file body (at most `remaining` bytes).
+fn refill(file: &mut File, buf: &mut Vec<u8>, remaining: u64) -> Result<(), String> {
+    let want = remaining.min(CHUNK as u64) as usize;
+    buf.resize(want, 0);
+    let mut got = 0;
+    while got < want {
+        match file.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => (),
+            Err(e) => return Err(format!("file read failed: {e}")),
+        }
+    }
+    buf.truncate(got);
+    Ok(())
+}
+
+/// The value of header `name` in `list`, as UTF-8.
+pub fn header<'a>(list: &'a [h3::Header], name: &str) -> Option<&'a str> {
+    list.iter()
+        .find(|h| h.name() == name.as_bytes())
+        .and_then(|h| std::str::from_utf8(h.value()).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_for_routes() {
+        assert_eq!(Response::for_route(Route::Bytes(5), "GET").status(), 200);
+        assert_eq!(Response::for_route(Route::NotFound, "GET").status(), 404);
+        assert_eq!(
+            Response::for_route(Route::BadRequest("x"), "GET").status(),
+            400
+        );
+        assert_eq!(Response::for_route(Route::Bytes(5), "POST").status(), 405);
+        let r = Response::text(404, "not found\n");
+        let h = r.headers();
+        assert_eq!(header(&h, ":status"), Some("404"));
+        assert_eq!(header(&h, "content-length"), Some("10"));
+    }
+}
