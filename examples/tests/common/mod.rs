@@ -1,0 +1,194 @@
+//! Shared helpers of the end-to-end tests: scratch directories, the three
+//! tools as child processes, and output parsing.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+pub const CERTS: &str = env!("CARGO_BIN_EXE_qnc-certs");
+pub const SERVER: &str = env!("CARGO_BIN_EXE_qnc-server");
+pub const CLIENT: &str = env!("CARGO_BIN_EXE_qnc-client");
+pub const HANG_GUARD: Duration = Duration::from_secs(120);
+
+/// A fresh scratch directory per test, removed on drop.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(tag: &str) -> Scratch {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "qnc-e2e-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    pub fn path(&self, p: &str) -> PathBuf {
+        self.0.join(p)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn certs(dir: &Path) {
+    let out = Command::new(CERTS).arg("--out").arg(dir).output().unwrap();
+    assert!(
+        out.status.success(),
+        "qnc-certs: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for f in ["ca.pem", "ca.key", "cert.pem", "key.pem"] {
+        assert!(dir.join(f).is_file(), "{f}");
+    }
+}
+
+/// A running server, killed on drop; its stdout lines arrive on `lines`.
+pub struct Server {
+    pub child: Child,
+    pub port: u16,
+    pub lines: Receiver<String>,
+}
+
+impl Server {
+    pub fn start(s: &Scratch, extra: &[&str]) -> Server {
+        Server::start_with_env(s, extra, &[])
+    }
+
+    pub fn start_with_env(s: &Scratch, extra: &[&str], env: &[(&str, &Path)]) -> Server {
+        let mut child = Command::new(SERVER)
+            .envs(env.iter().copied())
+            .args(["--listen", "127.0.0.1:0", "--idle-timeout", "5000"])
+            .arg("--root")
+            .arg(s.path("root"))
+            .arg("--cert")
+            .arg(s.path("certs/cert.pem"))
+            .arg("--key")
+            .arg(s.path("certs/key.pem"))
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let first = lines
+            .recv_timeout(HANG_GUARD)
+            .expect("server printed nothing");
+        let addr = first.strip_prefix("listening ").expect("listening line");
+        let port = addr.rsplit(':').next().unwrap().parse().unwrap();
+        Server { child, port, lines }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs a command to completion, killing it if it hangs.
+pub fn run(cmd: &mut Command) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > HANG_GUARD {
+            let _ = child.kill();
+            panic!("command hung: {cmd:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: t_out.join().unwrap(),
+        stderr: t_err.join().unwrap(),
+    }
+}
+
+pub fn client(s: &Scratch, args: &[&str]) -> Output {
+    run(Command::new(CLIENT)
+        .arg("--ca")
+        .arg(s.path("certs/ca.pem"))
+        .args(args))
+}
+
+pub fn stderr_lines(o: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+pub fn json_lines(o: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect()
+}
+
+pub fn sha256(path: &Path) -> Vec<u8> {
+    Sha256::digest(std::fs::read(path).unwrap()).to_vec()
+}
+
+/// Certificates plus a root with a 2 MB pseudo-random file.
+pub fn setup(tag: &str) -> Scratch {
+    let s = Scratch::new(tag);
+    certs(&s.path("certs"));
+    std::fs::create_dir_all(s.path("root")).unwrap();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let data: Vec<u8> = (0..2_000_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    std::fs::write(s.path("root/data.bin"), data).unwrap();
+    s
+}
+
