@@ -1,0 +1,253 @@
+//! CTCP congestion control (Kim, Cloud, ParandehGheibi, Urbina, Fouli,
+//! Leith, Médard: "Congestion Control for Coded Transport Layers", §III).
+//!
+//! AIMD on a token window (bytes): additive increase of `alpha` MSS per RTT
+//! with byte counting, and on a loss event the adaptive backoff of
+//! Equation (1), `beta = RTTmin / RTT`:
+//!
+//! * on an under-used path `RTT == RTTmin`, so `beta == 1` and random losses
+//!   do not shrink the window;
+//! * when a drop-tail queue overflows, `RTT == RTTmax` and the backoff empties
+//!   the queue exactly; with a BDP of buffer `beta == 0.5`, i.e. standard TCP.
+//!
+//! At most one backoff per RTT: losses of packets sent before the last
+//! backoff are ignored. `RTTmin` is a windowed minimum of RTT samples
+//! (default 10 s); `RTT` is the latest RTT sample. `beta` is clamped to
+//! `[beta_min, beta_max]` (default `[0.5, 1]`; the paper does not clamp, with
+//! a BDP buffer the clamp is never active). A backoff with `beta == 1` is not
+//! a backoff (no recovery epoch starts). Slow start ends at the first backoff.
+//! Optionally the additive increase is replaced by a CUBIC-shaped increase
+//! (the paper notes the backoff combines with Cubic's increase).
+
+use std::time::{Duration, Instant};
+
+use crate::filter::WindowedMin;
+use crate::growth::{AdditiveIncrease, CubicGrowth};
+use crate::{cwnd_limited, rate_of, CommonConfig, CongestionEvent, Controller, SendState};
+
+/// Configuration of [`Ctcp`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CtcpConfig {
+    /// Shared parameters.
+    pub common: CommonConfig,
+    /// Additive increase per RTT, in MSS.
+    pub alpha: f64,
+    /// Lower clamp of the backoff factor.
+    pub beta_min: f64,
+    /// Upper clamp of the backoff factor.
+    pub beta_max: f64,
+    /// Window of the RTTmin filter.
+    pub rtt_min_window: Duration,
+    /// Use a CUBIC-shaped increase instead of linear increase.
+    pub cubic_increase: bool,
+    /// CUBIC constant C (packets/s^3) when `cubic_increase` is set.
+    pub cubic_c: f64,
+    /// Suppress increase on acks of packets sent before the last backoff
+    /// (RFC 9002 recovery). Off by default: under random loss a loss event
+    /// happens every RTT and freezing would stall growth.
+    pub freeze_in_recovery: bool,
+    /// Pacing gain over cwnd/sRTT reported by `pacing_rate` (`None`: no rate).
+    pub pacing_gain: Option<f64>,
+}
+
+impl Default for CtcpConfig {
+    fn default() -> Self {
+        CtcpConfig {
+            common: CommonConfig::default(),
+            alpha: 1.0,
+            beta_min: 0.5,
+            beta_max: 1.0,
+            rtt_min_window: Duration::from_secs(10),
+            cubic_increase: false,
+            cubic_c: 0.4,
+            freeze_in_recovery: false,
+            pacing_gain: Some(1.25),
+        }
+    }
+}
+
+/// The CTCP controller. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct Ctcp {
+    cfg: CtcpConfig,
+    cwnd: f64,
+    ssthresh: f64,
+    slow_start: bool,
+    send: SendState,
+    ai: AdditiveIncrease,
+    cubic: CubicGrowth,
+    rtt_min: WindowedMin<Duration>,
+    latest_rtt: Option<Duration>,
+    srtt: Duration,
+    last_beta: Option<f64>,
+    backoffs: u64,
+}
+
+impl Ctcp {
+    /// A new controller.
+    pub fn new(cfg: CtcpConfig) -> Self {
+        Ctcp {
+            cwnd: cfg.common.initial_window(),
+            ssthresh: f64::INFINITY,
+            slow_start: true,
+            send: SendState::default(),
+            ai: AdditiveIncrease::default(),
+            cubic: CubicGrowth::new(cfg.cubic_c),
+            rtt_min: WindowedMin::new(cfg.rtt_min_window),
+            latest_rtt: None,
+            srtt: cfg.common.initial_rtt,
+            last_beta: None,
+            backoffs: 0,
+            cfg,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &CtcpConfig {
+        &self.cfg
+    }
+
+    /// Current windowed RTTmin, if any sample was seen.
+    pub fn rtt_min(&self) -> Option<Duration> {
+        self.rtt_min.get()
+    }
+
+    /// Backoff factor computed at the last counted loss event (possibly 1).
+    pub fn last_beta(&self) -> Option<f64> {
+        self.last_beta
+    }
+
+    /// Number of window reductions (`beta < 1`) so far.
+    pub fn backoffs(&self) -> u64 {
+        self.backoffs
+    }
+
+    /// Equation (1), clamped: `RTTmin / RTT`.
+    pub fn beta(&self) -> f64 {
+        match (self.rtt_min.get(), self.latest_rtt) {
+            (Some(min), Some(rtt)) if !rtt.is_zero() => {
+                (min.as_secs_f64() / rtt.as_secs_f64()).clamp(self.cfg.beta_min, self.cfg.beta_max)
+            }
+            _ => self.cfg.beta_min,
+        }
+    }
+}
+
+impl Controller for Ctcp {
+    fn on_packet_sent(
+        &mut self,
+        _now: Instant,
+        _bif: usize,
+        pkt_num: u64,
+        _bytes: usize,
+        _rtx: bool,
+    ) {
+        self.send.on_sent(pkt_num);
+    }
+
+    fn on_congestion_event(&mut self, ev: &CongestionEvent<'_>) {
+        self.srtt = ev.rtt.smoothed;
+        if ev.rtt_updated {
+            self.rtt_min.update(ev.now, ev.rtt.latest);
+            self.latest_rtt = Some(ev.rtt.latest);
+        } else {
+            self.rtt_min.expire(ev.now);
+        }
+        self.send.on_acked(ev.acked);
+        let mss = self.cfg.common.mss as f64;
+
+        if ev.lost.iter().any(|l| self.send.loss_counts(l.pkt_num)) {
+            let beta = self.beta();
+            self.last_beta = Some(beta);
+            if beta < 1.0 {
+                let before = self.cwnd;
+                self.cwnd = (self.cwnd * beta).max(self.cfg.common.min_window());
+                self.ssthresh = self.cwnd;
+                self.slow_start = false;
+                self.send.start_recovery();
+                self.ai.reset();
+                self.cubic
+                    .on_backoff(ev.now, before / mss, self.cwnd / mss, beta);
+                self.backoffs += 1;
+            }
+        }
+
+        if !cwnd_limited(
+            ev.prior_in_flight,
+            self.cwnd,
+            self.cfg.common.mss,
+            self.slow_start,
+        ) {
+            return;
+        }
+        for a in ev.acked {
+            if self.cfg.freeze_in_recovery && self.send.sent_before_backoff(a.pkt_num) {
+                continue;
+            }
+            if self.slow_start {
+                self.cwnd += a.bytes as f64;
+                if self.cwnd >= self.ssthresh {
+                    self.slow_start = false;
+                }
+            } else if self.cfg.cubic_increase {
+                let mut w = self.cwnd / mss;
+                let rtt = self.rtt_min.get().unwrap_or(self.srtt);
+                self.cubic.on_ack(ev.now, rtt, &mut w, a.bytes as f64 / mss);
+                self.cwnd = w * mss;
+            } else {
+                self.ai
+                    .on_ack(&mut self.cwnd, a.bytes, self.cfg.alpha * mss);
+            }
+        }
+    }
+
+    fn on_retransmission_timeout(&mut self, packets_retransmitted: bool) {
+        if packets_retransmitted {
+            self.ssthresh = (self.cwnd * 0.5).max(self.cfg.common.min_window());
+            self.cwnd = self.cfg.common.min_window();
+            self.slow_start = true;
+            self.ai.reset();
+            self.cubic.reset();
+        }
+    }
+
+    fn on_connection_migration(&mut self) {
+        *self = Ctcp::new(self.cfg);
+    }
+
+    fn update_mss(&mut self, mss: usize) {
+        self.cfg.common.mss = mss;
+    }
+
+    fn limit_cwnd(&mut self, max_cwnd: usize) {
+        self.cwnd = self.cwnd.min(max_cwnd as f64);
+    }
+
+    fn congestion_window(&self) -> usize {
+        self.cwnd as usize
+    }
+
+    fn is_in_recovery(&self) -> bool {
+        self.send.in_recovery()
+    }
+
+    fn pacing_rate(&self, _bif: usize) -> Option<u64> {
+        let gain = self.cfg.pacing_gain?;
+        let gain = if self.slow_start { gain.max(2.0) } else { gain };
+        Some(rate_of(self.cwnd, self.srtt, gain))
+    }
+
+    fn state_str(&self) -> &'static str {
+        if self.slow_start {
+            "slow_start"
+        } else if self.send.in_recovery() {
+            "recovery"
+        } else {
+            "congestion_avoidance"
+        }
+    }
+
+    fn ssthresh(&self) -> Option<usize> {
+        self.ssthresh.is_finite().then_some(self.ssthresh as usize)
+    }
+}

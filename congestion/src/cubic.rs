@@ -1,0 +1,165 @@
+//! A simple CUBIC-like controller (RFC 9438 shape: beta 0.7, C 0.4,
+//! Reno-friendly region, fast convergence), used as a competing flow in the
+//! simulator. Not a full RFC 9438 implementation (no HyStart++).
+
+use std::time::{Duration, Instant};
+
+use crate::growth::CubicGrowth;
+use crate::{cwnd_limited, rate_of, CommonConfig, CongestionEvent, Controller, SendState};
+
+/// Configuration of [`Cubic`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CubicConfig {
+    /// Shared parameters.
+    pub common: CommonConfig,
+    /// Multiplicative decrease factor (0.7 in RFC 9438).
+    pub beta: f64,
+    /// Cubic constant C in packets/s^3 (0.4 in RFC 9438).
+    pub c: f64,
+    /// Pacing gain over cwnd/sRTT reported by `pacing_rate` (`None`: no rate).
+    pub pacing_gain: Option<f64>,
+}
+
+impl Default for CubicConfig {
+    fn default() -> Self {
+        CubicConfig {
+            common: CommonConfig::default(),
+            beta: 0.7,
+            c: 0.4,
+            pacing_gain: None,
+        }
+    }
+}
+
+/// CUBIC-like controller. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct Cubic {
+    cfg: CubicConfig,
+    cwnd: f64,
+    ssthresh: f64,
+    send: SendState,
+    growth: CubicGrowth,
+    srtt: Duration,
+    backoffs: u64,
+}
+
+impl Cubic {
+    /// A new controller.
+    pub fn new(cfg: CubicConfig) -> Self {
+        Cubic {
+            cwnd: cfg.common.initial_window(),
+            ssthresh: f64::INFINITY,
+            send: SendState::default(),
+            growth: CubicGrowth::new(cfg.c),
+            srtt: cfg.common.initial_rtt,
+            backoffs: 0,
+            cfg,
+        }
+    }
+
+    /// Number of window reductions so far.
+    pub fn backoffs(&self) -> u64 {
+        self.backoffs
+    }
+
+    fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+}
+
+impl Controller for Cubic {
+    fn on_packet_sent(
+        &mut self,
+        _now: Instant,
+        _bif: usize,
+        pkt_num: u64,
+        _bytes: usize,
+        _rtx: bool,
+    ) {
+        self.send.on_sent(pkt_num);
+    }
+
+    fn on_congestion_event(&mut self, ev: &CongestionEvent<'_>) {
+        self.srtt = ev.rtt.smoothed;
+        self.send.on_acked(ev.acked);
+        let mss = self.cfg.common.mss as f64;
+        if ev.lost.iter().any(|l| self.send.loss_counts(l.pkt_num)) {
+            let before = self.cwnd;
+            self.cwnd = (self.cwnd * self.cfg.beta).max(self.cfg.common.min_window());
+            self.ssthresh = self.cwnd;
+            self.growth
+                .on_backoff(ev.now, before / mss, self.cwnd / mss, self.cfg.beta);
+            self.send.start_recovery();
+            self.backoffs += 1;
+        }
+        if !cwnd_limited(
+            ev.prior_in_flight,
+            self.cwnd,
+            self.cfg.common.mss,
+            self.in_slow_start(),
+        ) {
+            return;
+        }
+        for a in ev.acked {
+            if self.send.sent_before_backoff(a.pkt_num) {
+                continue;
+            }
+            if self.in_slow_start() {
+                self.cwnd += a.bytes as f64;
+            } else {
+                let mut w = self.cwnd / mss;
+                self.growth
+                    .on_ack(ev.now, ev.rtt.min, &mut w, a.bytes as f64 / mss);
+                self.cwnd = w * mss;
+            }
+        }
+    }
+
+    fn on_retransmission_timeout(&mut self, packets_retransmitted: bool) {
+        if packets_retransmitted {
+            self.ssthresh = (self.cwnd * self.cfg.beta).max(self.cfg.common.min_window());
+            self.cwnd = self.cfg.common.min_window();
+            self.growth.reset();
+        }
+    }
+
+    fn on_connection_migration(&mut self) {
+        *self = Cubic::new(self.cfg);
+    }
+
+    fn update_mss(&mut self, mss: usize) {
+        self.cfg.common.mss = mss;
+    }
+
+    fn limit_cwnd(&mut self, max_cwnd: usize) {
+        self.cwnd = self.cwnd.min(max_cwnd as f64);
+    }
+
+    fn congestion_window(&self) -> usize {
+        self.cwnd as usize
+    }
+
+    fn is_in_recovery(&self) -> bool {
+        self.send.in_recovery()
+    }
+
+    fn pacing_rate(&self, _bif: usize) -> Option<u64> {
+        self.cfg
+            .pacing_gain
+            .map(|g| rate_of(self.cwnd, self.srtt, g))
+    }
+
+    fn state_str(&self) -> &'static str {
+        if self.send.in_recovery() {
+            "recovery"
+        } else if self.in_slow_start() {
+            "slow_start"
+        } else {
+            "congestion_avoidance"
+        }
+    }
+
+    fn ssthresh(&self) -> Option<usize> {
+        self.ssthresh.is_finite().then_some(self.ssthresh as usize)
+    }
+}

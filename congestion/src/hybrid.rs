@@ -1,0 +1,708 @@
+//! Hybrid: the default controller for coded connections.
+//!
+//! It is CTCP's AIMD with adaptive backoff `beta = RTTmin / RTT` (so a flow
+//! backs off exactly enough to drain the queue it built, and not at all on an
+//! empty queue), made robust and fed by the coding layer:
+//!
+//! 1. **Robust delay signal.** `RTT` is the minimum RTT sample of the last
+//!    smoothed RTT (not the single latest sample), so ACK-path jitter does not
+//!    look like queueing; a queueing delay below the tolerance (default
+//!    max(1 ms, 5 % of RTTmin), but at most max(half the largest queueing
+//!    delay seen in the last 2 s, 2 rttvar), so that a buffer shallower than
+//!    the tolerance still produces congestion signals) counts as none
+//!    (`beta = 1`).
+//! 2. **Excess-loss detector.** Delay alone fails when RTTmin is
+//!    overestimated (a flow that starts behind a standing queue). Every loss
+//!    counts towards a per-round loss count, whether or not the decoder later
+//!    recovered it. If a round loses more packets than the erasure rate `p_e`
+//!    explains (binomial mean + `excess_sigma` standard deviations +
+//!    `excess_slack` packets), the loss is treated as congestion and `beta` is
+//!    capped at `excess_beta` (0.7) regardless of delay.
+//! 3. **Coding information.** `p_e` is the coding layer's erasure-rate
+//!    estimate ([`CodingFeedback::ErasureRate`]) when supplied, else the loss
+//!    rate of packets that did not meet a queue peak (see 4). Once the coding layer
+//!    reports which losses it recovered, only the *recovered* fraction of the
+//!    loss rate can count as erasures ([`CodingFeedback::Recovered`] /
+//!    [`CodingFeedback::Unrecovered`]). `p_e` is capped at `erasure_cap`.
+//!    Recovery never exempts a loss from the delay-based backoff.
+//! 4. **Loss/queue-peak correlation.** Packets are classified by the queue
+//!    they met (RTT above halfway between RTTmin and the recent raw RTT
+//!    maximum); if those are lost significantly more often than the others,
+//!    losses at queue peaks are overflow and get a CUBIC-like backoff (0.7)
+//!    even when the queue is too shallow for Equation (1) to react.
+//! 5. **Slow start** continues through losses while there is no queueing
+//!    delay, and ends on a delay increase (HyStart++-like: the round's
+//!    minimum RTT, or all of the last 8 samples, above the reference by
+//!    max(4 ms, RTTmin/8)), falling back to the BDP estimated from the
+//!    short-term ACK rate, or on a backoff, which then scales what the last
+//!    round delivered rather than the doubled window.
+//! 6. **Pacing** at `pacing_gain * cwnd / sRTT` (default gain 1.25; 2 in
+//!    slow start).
+//!
+//! See `docs/congestion.md` for the reasoning and the simulator results.
+
+use std::time::{Duration, Instant};
+
+use crate::filter::WindowedMin;
+use crate::growth::{AdditiveIncrease, CubicGrowth};
+use crate::{
+    cwnd_limited, rate_of, CodingFeedback, CommonConfig, CongestionEvent, Controller, SendState,
+};
+
+/// Configuration of [`Hybrid`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HybridConfig {
+    /// Shared parameters.
+    pub common: CommonConfig,
+    /// Additive increase per RTT, in MSS.
+    pub alpha: f64,
+    /// Lower clamp of the backoff factor.
+    pub beta_min: f64,
+    /// Window of the RTTmin filter.
+    pub rtt_min_window: Duration,
+    /// Queueing delay below `max(queue_tolerance_min, queue_tolerance_frac *
+    /// RTTmin)` is treated as no queueing.
+    pub queue_tolerance_frac: f64,
+    /// See `queue_tolerance_frac`.
+    pub queue_tolerance_min: Duration,
+    /// The tolerance never exceeds this fraction of the largest filtered
+    /// queueing delay seen within `queue_range_window`.
+    pub queue_range_frac: f64,
+    /// Window of the queue-range maximum.
+    pub queue_range_window: Duration,
+    /// Enable the excess-loss detector.
+    pub excess_loss: bool,
+    /// Enable the loss/queueing correlation test
+    /// ([`Hybrid::loss_delay_correlated`]).
+    pub loss_correlation: bool,
+    /// Standard deviations above the expected per-round erasures.
+    pub excess_sigma: f64,
+    /// Additional slack in packets.
+    pub excess_slack: f64,
+    /// Backoff cap applied on excess loss.
+    pub excess_beta: f64,
+    /// Upper bound for the erasure-rate estimate.
+    pub erasure_cap: f64,
+    /// HyStart-like slow-start exit on delay increase.
+    pub hystart: bool,
+    /// Pacing gain in congestion avoidance (slow start uses max(gain, 2)).
+    /// Fairness against unpaced CUBIC at a drop-tail queue depends on the
+    /// competitor's burstiness (ACK policy, ACK jitter); 1.25 had the
+    /// smallest worst-case deviation in the simulator (docs/congestion.md).
+    pub pacing_gain: f64,
+    /// Use a CUBIC-shaped increase instead of linear increase.
+    pub cubic_increase: bool,
+}
+
+impl Default for HybridConfig {
+    fn default() -> Self {
+        HybridConfig {
+            common: CommonConfig::default(),
+            alpha: 1.0,
+            beta_min: 0.5,
+            rtt_min_window: Duration::from_secs(10),
+            queue_tolerance_frac: 0.05,
+            queue_tolerance_min: Duration::from_millis(1),
+            queue_range_frac: 0.5,
+            queue_range_window: Duration::from_secs(2),
+            excess_loss: true,
+            loss_correlation: true,
+            excess_sigma: 3.0,
+            excess_slack: 2.0,
+            excess_beta: 0.7,
+            erasure_cap: 0.25,
+            hystart: true,
+            pacing_gain: 1.25,
+            cubic_increase: false,
+        }
+    }
+}
+
+/// Decayed loss accounting (packets), decayed once per round.
+#[derive(Clone, Copy, Debug)]
+struct LossRate {
+    lost: f64,
+    total: f64,
+    decay: f64,
+}
+
+impl LossRate {
+    /// Packets needed before the estimate is trusted.
+    const MIN_SAMPLES: f64 = 100.0;
+
+    fn new(decay: f64) -> Self {
+        LossRate {
+            lost: 0.0,
+            total: 0.0,
+            decay,
+        }
+    }
+
+    fn add_round(&mut self, lost: f64, total: f64) {
+        self.lost = self.lost * self.decay + lost;
+        self.total = self.total * self.decay + total;
+    }
+
+    fn rate(&self) -> Option<f64> {
+        (self.total >= Self::MIN_SAMPLES).then(|| self.lost / self.total)
+    }
+}
+
+/// Counters exposed for tests and qlog.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HybridStats {
+    /// Loss events that reduced the window because of queueing delay.
+    pub delay_backoffs: u64,
+    /// Loss events that reduced the window because of excess loss.
+    pub excess_backoffs: u64,
+    /// Loss events whose backoff was deepened because losses correlate with
+    /// queueing (see [`Hybrid::loss_delay_correlated`]).
+    pub correlated_backoffs: u64,
+    /// Counted loss events that did not reduce the window (erasures).
+    pub ignored_loss_events: u64,
+    /// Slow-start exits on delay increase.
+    pub hystart_exits: u64,
+}
+
+/// The hybrid controller. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct Hybrid {
+    cfg: HybridConfig,
+    cwnd: f64,
+    ssthresh: f64,
+    slow_start: bool,
+    send: SendState,
+    ai: AdditiveIncrease,
+    cubic: CubicGrowth,
+    rtt_min: WindowedMin<Duration>,
+    rtt_recent: WindowedMin<Duration>,
+    /// Windowed maximum of the filtered RTT (`rtt_recent`): the queue swing
+    /// the bottleneck actually allows.
+    rtt_recent_max: crate::filter::WindowedMax,
+    /// Windowed maximum of the raw RTT samples (queue peaks and jitter).
+    rtt_raw_max: crate::filter::WindowedMax,
+    srtt: Duration,
+    rttvar: Duration,
+    // Round accounting.
+    round_end: Option<u64>,
+    round_lost: f64,
+    round_acked: f64,
+    last_round_acked: f64,
+    round_window: f64,
+    /// This round's (lost, total) packets that met a queue / no queue.
+    round_q: (f64, f64),
+    round_c: (f64, f64),
+    /// Whether the newest acknowledged packet met a queue (the state a
+    /// packet lost next to it most likely met).
+    last_ack_queued: bool,
+    // Loss-rate estimates.
+    off_peak: LossRate,
+    peak: LossRate,
+    all: LossRate,
+    round_lost_stat: f64,
+    coding_rate: Option<f64>,
+    recovered: f64,
+    unrecovered: f64,
+    dof_rtt: Option<Duration>,
+    last_beta: Option<f64>,
+    stats: HybridStats,
+    // HyStart++-style per-round minimum RTT (RFC 9406 idea).
+    hs_cur_min: Option<Duration>,
+    hs_samples: u32,
+    hs_last_min: Option<Duration>,
+    /// The last `HS_SAMPLES` RTT samples.
+    hs_recent: std::collections::VecDeque<Duration>,
+    /// (time, cumulative bytes acked) of the last `ACK_HISTORY` ACK events.
+    ack_history: std::collections::VecDeque<(Instant, u64)>,
+    acked_bytes: u64,
+}
+
+/// ACK events kept for the short-term delivery-rate estimate.
+const ACK_HISTORY: usize = 16;
+
+/// RTT samples that must all show the delay increase (HyStart++ uses 8).
+const HS_SAMPLES: usize = 8;
+
+impl Hybrid {
+    /// A new controller.
+    pub fn new(cfg: HybridConfig) -> Self {
+        Hybrid {
+            cwnd: cfg.common.initial_window(),
+            ssthresh: f64::INFINITY,
+            slow_start: true,
+            send: SendState::default(),
+            ai: AdditiveIncrease::default(),
+            cubic: CubicGrowth::new(0.4),
+            rtt_min: WindowedMin::new(cfg.rtt_min_window),
+            rtt_recent: WindowedMin::new(cfg.common.initial_rtt),
+            rtt_recent_max: crate::filter::WindowedMax::new(cfg.queue_range_window),
+            rtt_raw_max: crate::filter::WindowedMax::new(cfg.queue_range_window),
+            srtt: cfg.common.initial_rtt,
+            rttvar: cfg.common.initial_rtt / 2,
+            round_end: None,
+            round_lost: 0.0,
+            round_acked: 0.0,
+            last_round_acked: 0.0,
+            round_window: cfg.common.initial_window_packets as f64,
+            round_q: (0.0, 0.0),
+            round_c: (0.0, 0.0),
+            last_ack_queued: false,
+            off_peak: LossRate::new(0.99),
+            peak: LossRate::new(0.99),
+            all: LossRate::new(0.95),
+            round_lost_stat: 0.0,
+            coding_rate: None,
+            recovered: 0.0,
+            unrecovered: 0.0,
+            dof_rtt: None,
+            last_beta: None,
+            stats: HybridStats::default(),
+            hs_cur_min: None,
+            hs_samples: 0,
+            hs_last_min: None,
+            hs_recent: std::collections::VecDeque::with_capacity(HS_SAMPLES),
+            ack_history: std::collections::VecDeque::with_capacity(ACK_HISTORY),
+            acked_bytes: 0,
+            cfg,
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> HybridStats {
+        self.stats
+    }
+
+    /// Windowed RTTmin.
+    pub fn rtt_min(&self) -> Option<Duration> {
+        self.rtt_min.get()
+    }
+
+    /// Backoff factor computed at the last counted loss event.
+    pub fn last_beta(&self) -> Option<f64> {
+        self.last_beta
+    }
+
+    /// Latest DOF-delivery RTT sample from the coding layer (informational).
+    pub fn dof_rtt(&self) -> Option<Duration> {
+        self.dof_rtt
+    }
+
+    /// Current estimate of the queueing delay (recent RTT minus RTTmin).
+    pub fn queueing_delay(&self) -> Option<Duration> {
+        Some(self.rtt_recent.get()?.saturating_sub(self.rtt_min.get()?))
+    }
+
+    /// The queueing delay treated as none: `max(queue_tolerance_min,
+    /// queue_tolerance_frac * RTTmin)`, but never more than
+    /// `max(queue_range_frac * largest filtered queueing delay seen in the
+    /// last queue_range_window, 2 * rttvar)`, so that on a shallow buffer, where
+    /// the whole queue is smaller than the tolerance, overflow losses still
+    /// count as congestion.
+    pub fn queue_tolerance(&self) -> Duration {
+        let min = self.rtt_min.get().unwrap_or(self.srtt);
+        let tol = self
+            .cfg
+            .queue_tolerance_min
+            .max(min.mul_f64(self.cfg.queue_tolerance_frac));
+        match self.rtt_recent_max.get() {
+            Some(max) => {
+                let range = Duration::from_secs_f64(max).saturating_sub(min);
+                // Jittery paths (large rttvar) keep the configured tolerance:
+                // there the filtered RTT wanders by about that much by itself.
+                tol.min(
+                    range
+                        .mul_f64(self.cfg.queue_range_frac)
+                        .max(self.rttvar * 2),
+                )
+            }
+            None => tol,
+        }
+    }
+
+    /// Whether the recent RTT shows queueing beyond the tolerance.
+    pub fn queue_detected(&self) -> bool {
+        self.queueing_delay()
+            .is_some_and(|q| q > self.queue_tolerance())
+    }
+
+    /// The erasure rate the excess-loss detector expects.
+    pub fn erasure_rate(&self) -> f64 {
+        let mut p = self.coding_rate.or(self.off_peak.rate()).unwrap_or(0.0);
+        let reported = self.recovered + self.unrecovered;
+        if reported > 0.0 {
+            let frac = self.recovered / reported;
+            if let Some(all) = self.all.rate() {
+                p = p.min(all * frac);
+            }
+        }
+        p.clamp(0.0, self.cfg.erasure_cap)
+    }
+
+    /// Losses per round above which a round counts as congested.
+    pub fn excess_threshold(&self) -> f64 {
+        let n = self.round_window.max(1.0);
+        let p = self.erasure_rate();
+        let var_p = p.max(0.01);
+        n * p + self.cfg.excess_sigma * (n * var_p * (1.0 - var_p)).sqrt() + self.cfg.excess_slack
+    }
+
+    /// RTT above which a packet counts as having met a queue peak for the
+    /// correlation test: halfway between RTTmin and the largest raw RTT
+    /// sample of the last `queue_range_window`. Independent of the queueing
+    /// tolerance, so it works on buffers shallower than the tolerance.
+    pub fn queue_peak_threshold(&self) -> Option<Duration> {
+        let min = self.rtt_min.get()?;
+        let max = Duration::from_secs_f64(self.rtt_raw_max.get()?);
+        (max > min).then(|| min + (max - min) / 2)
+    }
+
+    /// Whether losses correlate with queueing: the loss rate of packets that
+    /// met a queue peak (their RTT, or for a lost packet its newest
+    /// acknowledged neighbour's, above [`Hybrid::queue_peak_threshold`])
+    /// exceeds that of packets that did not, by more than `excess_sigma`
+    /// binomial standard deviations plus `excess_slack` packets (counts
+    /// decayed by 1% per round; at least 100 peak and 20 other packets). Random erasures do not depend on the
+    /// queue; drop-tail overflow happens only with a full one. This catches
+    /// overflow on buffers so shallow that Equation (1) alone would back off
+    /// by a few percent.
+    pub fn loss_delay_correlated(&self) -> bool {
+        if !self.cfg.loss_correlation {
+            return false;
+        }
+        let (q, c) = (self.peak, self.off_peak);
+        if q.total < LossRate::MIN_SAMPLES || c.total < 20.0 {
+            return false;
+        }
+        let pc = c.lost / c.total;
+        let var_p = pc.max(0.001);
+        let margin = self.cfg.excess_sigma * (q.total * var_p * (1.0 - var_p)).sqrt()
+            + self.cfg.excess_slack;
+        q.lost > q.total * pc + margin
+    }
+
+    /// Decayed (lost, total) packet counts for packets that met a queue peak
+    /// and for the others, as used by [`Hybrid::loss_delay_correlated`].
+    pub fn loss_by_queue_state(&self) -> ((f64, f64), (f64, f64)) {
+        (
+            (self.peak.lost, self.peak.total),
+            (self.off_peak.lost, self.off_peak.total),
+        )
+    }
+
+    /// Delay-based backoff factor (1 when queueing is within tolerance).
+    pub fn delay_beta(&self) -> f64 {
+        match (self.rtt_min.get(), self.rtt_recent.get()) {
+            (Some(min), Some(rtt)) if self.queue_detected() && !rtt.is_zero() => {
+                (min.as_secs_f64() / rtt.as_secs_f64()).clamp(self.cfg.beta_min, 1.0)
+            }
+            (Some(_), Some(_)) => 1.0,
+            _ => self.cfg.beta_min,
+        }
+    }
+
+    fn end_round(&mut self) {
+        let total = self.round_acked + self.round_lost_stat;
+        self.all.add_round(self.round_lost_stat, total);
+        self.peak.add_round(self.round_q.0, self.round_q.1);
+        self.off_peak.add_round(self.round_c.0, self.round_c.1);
+        self.round_q = (0.0, 0.0);
+        self.round_c = (0.0, 0.0);
+        self.round_lost_stat = 0.0;
+        self.round_lost = 0.0;
+        self.last_round_acked = self.round_acked;
+        self.round_acked = 0.0;
+        self.round_window = self.cwnd / self.cfg.common.mss as f64;
+        self.round_end = self.send.largest_sent.map(|l| l + 1);
+        if self.hs_samples > 0 {
+            self.hs_last_min = self.hs_cur_min;
+        }
+        self.hs_cur_min = None;
+        self.hs_samples = 0;
+    }
+
+    /// Bytes acknowledged over the last round trip: while the link is
+    /// saturated this is `C * RTT`, so `delivered * RTTmin / RTT` is the BDP.
+    fn delivered_per_round(&self) -> f64 {
+        self.last_round_acked.max(self.round_acked) * self.cfg.common.mss as f64
+    }
+
+    /// Short-term delivery rate (bytes/s) over the last few ACK events
+    /// times RTTmin: while a queue is building the link is saturated, so this
+    /// estimates the path BDP.
+    fn bdp_estimate(&self) -> Option<f64> {
+        let &(t0, b0) = self.ack_history.front()?;
+        let &(t1, b1) = self.ack_history.back()?;
+        let span = t1.saturating_duration_since(t0).as_secs_f64();
+        if self.ack_history.len() < 4 || span <= 0.0 {
+            return None;
+        }
+        Some((b1 - b0) as f64 / span * self.rtt_min.get()?.as_secs_f64())
+    }
+
+    fn backoff(&mut self, now: Instant, beta: f64) {
+        let mss = self.cfg.common.mss as f64;
+        let before = self.cwnd;
+        let mut target = self.cwnd * beta;
+        if self.slow_start {
+            // Slow start overshoots by up to a factor two within the RTT the
+            // signal takes to arrive; scale what the path actually delivered
+            // instead of the inflated window.
+            let delivered = self.delivered_per_round();
+            if delivered > 0.0 {
+                target = target.min(delivered * beta);
+            }
+        }
+        self.cwnd = target.max(self.cfg.common.min_window());
+        self.ssthresh = self.cwnd;
+        self.slow_start = false;
+        self.send.start_recovery();
+        self.ai.reset();
+        self.cubic
+            .on_backoff(now, before / mss, self.cwnd / mss, beta);
+    }
+}
+
+impl Controller for Hybrid {
+    fn on_packet_sent(
+        &mut self,
+        _now: Instant,
+        _bif: usize,
+        pkt_num: u64,
+        _bytes: usize,
+        _rtx: bool,
+    ) {
+        self.send.on_sent(pkt_num);
+        if self.round_end.is_none() {
+            self.round_end = Some(pkt_num);
+        }
+    }
+
+    fn on_congestion_event(&mut self, ev: &CongestionEvent<'_>) {
+        self.srtt = ev.rtt.smoothed;
+        self.rttvar = ev.rtt.rttvar;
+        self.rtt_recent.set_window(ev.rtt.smoothed);
+        if ev.rtt_updated {
+            self.rtt_min.update(ev.now, ev.rtt.latest);
+            self.rtt_recent.update(ev.now, ev.rtt.latest);
+            if let Some(r) = self.rtt_recent.get() {
+                self.rtt_recent_max.update(ev.now, r.as_secs_f64());
+            }
+            self.rtt_raw_max.update(ev.now, ev.rtt.latest.as_secs_f64());
+            self.hs_cur_min = Some(
+                self.hs_cur_min
+                    .map_or(ev.rtt.latest, |m| m.min(ev.rtt.latest)),
+            );
+            self.hs_samples += 1;
+            if self.hs_recent.len() == HS_SAMPLES {
+                self.hs_recent.pop_front();
+            }
+            self.hs_recent.push_back(ev.rtt.latest);
+        } else {
+            self.rtt_min.expire(ev.now);
+            self.rtt_recent.expire(ev.now);
+        }
+        self.send.on_acked(ev.acked);
+        if !ev.acked.is_empty() {
+            self.acked_bytes += ev.acked.iter().map(|a| a.bytes as u64).sum::<u64>();
+            if self.ack_history.len() == ACK_HISTORY {
+                self.ack_history.pop_front();
+            }
+            self.ack_history.push_back((ev.now, self.acked_bytes));
+        }
+        let mss = self.cfg.common.mss as f64;
+        // Classify packets by the queue they met: an acknowledged packet by
+        // its own RTT, a lost one by the newest acknowledged packet (its
+        // neighbour in the queue).
+        let peak = self.queue_peak_threshold();
+        let met_queue = |rtt: Duration| peak.is_some_and(|p| rtt > p);
+        let mut newest: Option<u64> = None;
+        for a in ev.acked {
+            let q = met_queue(ev.now.saturating_duration_since(a.time_sent));
+            if q {
+                self.round_q.1 += 1.0;
+            } else {
+                self.round_c.1 += 1.0;
+            }
+            if newest.is_none_or(|n| a.pkt_num > n) {
+                newest = Some(a.pkt_num);
+                self.last_ack_queued = q;
+            }
+        }
+        let n_lost = ev.lost.len() as f64;
+        if self.last_ack_queued {
+            self.round_q = (self.round_q.0 + n_lost, self.round_q.1 + n_lost);
+        } else {
+            self.round_c = (self.round_c.0 + n_lost, self.round_c.1 + n_lost);
+        }
+        self.round_acked += ev.acked.len() as f64;
+        self.round_lost += ev.lost.len() as f64;
+        self.round_lost_stat += ev.lost.len() as f64;
+
+        if ev.lost.iter().any(|l| self.send.loss_counts(l.pkt_num)) {
+            let beta_delay = self.delay_beta();
+            // The detector needs a calibrated erasure rate: until the coding
+            // layer or ~100 off-peak packets provide one, only the delay rule
+            // applies.
+            let calibrated = self.coding_rate.is_some() || self.off_peak.rate().is_some();
+            let excess =
+                self.cfg.excess_loss && calibrated && self.round_lost > self.excess_threshold();
+            // Losses that come with queueing markedly more often than without
+            // it are (partly) overflow: back off like a loss-based flow.
+            let correlated = self.last_ack_queued && self.loss_delay_correlated();
+            let beta = if excess || correlated {
+                beta_delay.min(self.cfg.excess_beta)
+            } else {
+                beta_delay
+            };
+            self.last_beta = Some(beta);
+            if beta < 1.0 {
+                if excess && beta_delay >= self.cfg.excess_beta {
+                    self.stats.excess_backoffs += 1;
+                } else if correlated && beta_delay > self.cfg.excess_beta {
+                    self.stats.correlated_backoffs += 1;
+                } else {
+                    self.stats.delay_backoffs += 1;
+                }
+                self.backoff(ev.now, beta);
+                // The losses that triggered this backoff are accounted for.
+                self.round_lost = 0.0;
+            } else {
+                self.stats.ignored_loss_events += 1;
+            }
+        }
+
+        if self.slow_start && self.cfg.hystart {
+            // Delay increase: the minimum RTT of the current round (after 8
+            // samples) exceeds the previous round's by max(4 ms, RTT/8)
+            // (capped at 16 ms), or the last 8 samples exceed RTTmin by as
+            // much.
+            let thresh = |base: Duration| {
+                (base / 8).clamp(Duration::from_millis(4), Duration::from_millis(16))
+            };
+            let round_rise = match (self.hs_cur_min, self.hs_last_min) {
+                (Some(cur), Some(last)) if self.hs_samples >= 8 => cur >= last + thresh(last),
+                _ => false,
+            };
+            // The last 8 samples all above RTTmin + threshold: a queue has
+            // been building for 8 packet arrivals (catches the rise within
+            // a round, where the round minimum lags by a round).
+            let last_samples = self
+                .hs_recent
+                .iter()
+                .min()
+                .copied()
+                .filter(|_| self.hs_recent.len() == HS_SAMPLES);
+            let sustained_rise = match (self.rtt_min.get(), last_samples) {
+                (Some(min), Some(recent)) => recent > min + thresh(min),
+                _ => false,
+            };
+            if round_rise || sustained_rise {
+                // The window doubled during the RTT the delay signal took to
+                // arrive: fall back to the estimated BDP (never below what
+                // the last round delivered or the initial window).
+                if let Some(bdp) = self.bdp_estimate() {
+                    let floor = self
+                        .delivered_per_round()
+                        .max(self.cfg.common.initial_window());
+                    self.cwnd = self.cwnd.min(bdp.max(floor));
+                }
+                self.slow_start = false;
+                self.ssthresh = self.cwnd;
+                self.stats.hystart_exits += 1;
+            }
+        }
+
+        if cwnd_limited(
+            ev.prior_in_flight,
+            self.cwnd,
+            self.cfg.common.mss,
+            self.slow_start,
+        ) {
+            for a in ev.acked {
+                if self.slow_start {
+                    self.cwnd += a.bytes as f64;
+                } else if self.cfg.cubic_increase {
+                    let mut w = self.cwnd / mss;
+                    let rtt = self.rtt_min.get().unwrap_or(self.srtt);
+                    self.cubic.on_ack(ev.now, rtt, &mut w, a.bytes as f64 / mss);
+                    self.cwnd = w * mss;
+                } else {
+                    self.ai
+                        .on_ack(&mut self.cwnd, a.bytes, self.cfg.alpha * mss);
+                }
+            }
+        }
+
+        if let (Some(end), Some(largest)) = (self.round_end, ev.acked.last().map(|a| a.pkt_num)) {
+            if largest >= end {
+                self.end_round();
+            }
+        }
+    }
+
+    fn on_retransmission_timeout(&mut self, packets_retransmitted: bool) {
+        if packets_retransmitted {
+            self.ssthresh = (self.cwnd * 0.5).max(self.cfg.common.min_window());
+            self.cwnd = self.cfg.common.min_window();
+            self.slow_start = true;
+            self.ai.reset();
+            self.cubic.reset();
+        }
+    }
+
+    fn on_connection_migration(&mut self) {
+        *self = Hybrid::new(self.cfg);
+    }
+
+    fn update_mss(&mut self, mss: usize) {
+        self.cfg.common.mss = mss;
+    }
+
+    fn limit_cwnd(&mut self, max_cwnd: usize) {
+        self.cwnd = self.cwnd.min(max_cwnd as f64);
+    }
+
+    fn congestion_window(&self) -> usize {
+        self.cwnd as usize
+    }
+
+    fn is_in_recovery(&self) -> bool {
+        self.send.in_recovery()
+    }
+
+    fn pacing_rate(&self, _bif: usize) -> Option<u64> {
+        let gain = if self.slow_start {
+            self.cfg.pacing_gain.max(2.0)
+        } else {
+            self.cfg.pacing_gain
+        };
+        Some(rate_of(self.cwnd, self.srtt, gain))
+    }
+
+    fn state_str(&self) -> &'static str {
+        if self.slow_start {
+            "slow_start"
+        } else if self.send.in_recovery() {
+            "recovery"
+        } else {
+            "congestion_avoidance"
+        }
+    }
+
+    fn ssthresh(&self) -> Option<usize> {
+        self.ssthresh.is_finite().then_some(self.ssthresh as usize)
+    }
+
+    fn on_coding_feedback(&mut self, _now: Instant, feedback: &CodingFeedback<'_>) {
+        match *feedback {
+            CodingFeedback::Recovered { pkt_nums, .. } => self.recovered += pkt_nums.len() as f64,
+            CodingFeedback::Unrecovered { pkt_nums } => self.unrecovered += pkt_nums.len() as f64,
+            CodingFeedback::ErasureRate { rate } => {
+                if rate.is_finite() {
+                    self.coding_rate = Some(rate.clamp(0.0, 1.0));
+                }
+            }
+            CodingFeedback::DofRtt { sample } => self.dof_rtt = Some(sample),
+        }
+    }
+}

