@@ -134,6 +134,16 @@ impl Ctcp {
 }
 
 impl Controller for Ctcp {
+    fn metrics(&self, out: &mut dyn FnMut(&'static str, f64)) {
+        if let Some(m) = self.rtt_min() {
+            out("ctcp_rtt_min_ms", m.as_secs_f64() * 1e3);
+        }
+        if let Some(b) = self.last_beta() {
+            out("beta", b);
+        }
+        out("backoffs", self.backoffs() as f64);
+    }
+
     fn on_packet_sent(
         &mut self,
         _now: Instant,

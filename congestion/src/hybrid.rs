@@ -463,6 +463,21 @@ impl Hybrid {
 }
 
 impl Controller for Hybrid {
+    fn metrics(&self, out: &mut dyn FnMut(&'static str, f64)) {
+        if let Some(m) = self.rtt_min() {
+            out("hybrid_rtt_min_ms", m.as_secs_f64() * 1e3);
+        }
+        if let Some(b) = self.last_beta() {
+            out("beta", b);
+        }
+        if let Some(q) = self.queueing_delay() {
+            out("queueing_delay_ms", q.as_secs_f64() * 1e3);
+        }
+        out("queue_detected", self.queue_detected() as u8 as f64);
+        out("erasure_rate", self.erasure_rate());
+        out("excess_threshold", self.excess_threshold());
+    }
+
     fn on_packet_sent(
         &mut self,
         _now: Instant,

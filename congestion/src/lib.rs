@@ -309,6 +309,13 @@ pub trait Controller: Send + Sync + Debug {
         None
     }
 
+    /// Controller-specific state for logs (qlog `quic-nc:cc_state`): calls
+    /// `out(name, value)` for each figure, e.g. `("beta", 0.8)`. Default:
+    /// nothing beyond the common fields.
+    fn metrics(&self, out: &mut dyn FnMut(&'static str, f64)) {
+        let _ = out;
+    }
+
     /// Extra information from the network-coding layer. Default: ignored.
     fn on_coding_feedback(&mut self, now: Instant, feedback: &CodingFeedback<'_>) {
         let _ = (now, feedback);

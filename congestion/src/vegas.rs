@@ -193,6 +193,15 @@ fn min_opt(a: Option<Duration>, b: Duration) -> Option<Duration> {
 }
 
 impl Controller for Vegas {
+    fn metrics(&self, out: &mut dyn FnMut(&'static str, f64)) {
+        if let Some(b) = self.base_rtt() {
+            out("base_rtt_ms", b.as_secs_f64() * 1e3);
+        }
+        if let Some(d) = self.last_diff() {
+            out("vegas_diff", d);
+        }
+    }
+
     fn on_packet_sent(
         &mut self,
         _now: Instant,

@@ -104,3 +104,34 @@ fn dead_link_is_one_error_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("error: no response from"), "{err}");
 }
+
+/// With one of our controllers, the server's qlog carries its state
+/// (`quic-nc:cc_state`, including the backoff factor after losses) next to
+/// quiche's recovery metrics.
+#[test]
+fn controller_state_reaches_qlog() {
+    let s = setup("qlog-cc");
+    let qdir = s.path("qlog");
+    std::fs::create_dir_all(&qdir).unwrap();
+    let server = Server::start_with_env(&s, &["--cc", "hybrid"], &[("QLOGDIR", &qdir)]);
+    let r = relay(server.port, 50_000_000, 5, 0.05, 3);
+    let o = client(&s, &[&url(&r, "/bytes/1000000")]);
+    r.stop();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    drop(server);
+    let f = std::fs::read_dir(&qdir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("server-"))
+        .expect("server qlog");
+    let text = std::fs::read_to_string(f).unwrap();
+    let states: Vec<serde_json::Value> = text
+        .split(['\u{1e}', '\n'])
+        .filter(|l| l.contains("\"quic-nc:cc_state\""))
+        .map(|l| serde_json::from_str(l.trim()).unwrap())
+        .collect();
+    assert!(!states.is_empty(), "no quic-nc:cc_state events");
+    assert!(states.iter().all(|e| e["data"]["cwnd"].as_u64().unwrap() > 0));
+    assert!(states.iter().any(|e| e["data"]["beta"].is_number()), "{states:?}");
+    assert!(text.contains("quic:recovery_metrics_updated"));
+}

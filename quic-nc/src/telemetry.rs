@@ -57,6 +57,11 @@ impl Telemetry {
         if let Some(p) = cc.pacing_rate(0) {
             data["pacing_rate"] = p.into();
         }
+        cc.metrics(&mut |name, value| {
+            if value.is_finite() {
+                data[name] = value.into();
+            }
+        });
         let mut inner = self.inner.lock().unwrap();
         if inner.events.len() < MAX_PENDING {
             inner.events.push_back((now, data));
