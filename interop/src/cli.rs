@@ -1,0 +1,294 @@
+//! Command-line parsing for the `linkem` binary (kept in the library so it
+//! can be unit-tested). A deliberately small hand-written parser: every
+//! option takes one value, given as `--opt VALUE` or `--opt=VALUE`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::link::{Buffer, LinkConfig, LossPosition};
+use crate::loss::LossSchedule;
+use crate::relay::RelayConfig;
+use crate::units::{parse_buffer, parse_duration, parse_rate, BufferSpec};
+
+/// Usage text of `linkem`.
+pub const LINKEM_USAGE: &str = "\
+linkem: user-space UDP link emulator (relay between one client and a server)
+
+usage: linkem --upstream ADDR [options]
+
+  --listen ADDR          address for the client (default 127.0.0.1:0)
+  --upstream ADDR        server address (required)
+  --rate R               bottleneck rate both ways, e.g. 20mbit, 500kbit (default unlimited)
+  --rate-up/--rate-down R      per direction (up = client->server)
+  --delay D              one-way propagation delay both ways, e.g. 20ms (default 0)
+  --delay-up/--delay-down D
+  --buffer B             drop-tail buffer: bdp (default), 64p, 100kB, unlimited
+  --buffer-up/--buffer-down B
+  --loss L               loss model both ways (default none):
+                           none | all | bernoulli:P | ge:p,r[,loss_good,loss_bad]
+                           | schedule:FROM-TO=MODEL;...[;hold|;repeat]
+  --loss-up/--loss-down L
+  --loss-position P      before|after the bottleneck queue (default after)
+  --seed N               PRNG seed (default 1)
+  --stats FILE           write counters as JSON here on exit and on SIGUSR1
+  --duration D           exit after D (default: run until SIGINT/SIGTERM)
+  --no-realtime          do not ask for SCHED_FIFO priority for the relay threads
+                         (default: ask; it needs root and falls back silently)
+  --spin D               sleep until D before each delivery, then spin
+                         (default 0 with real-time priority, else 500us)
+  --max-clients N        relay up to N client addresses, each with its own upstream
+                         socket, all sharing the links (default 1: first client only)
+
+Prints 'listening ADDR' as the first stdout line.";
+
+/// Parsed `linkem` options.
+#[derive(Clone, Debug)]
+pub struct LinkemOptions {
+    /// Relay configuration (fully resolved, BDP buffers computed).
+    pub relay: RelayConfig,
+    /// Stats file.
+    pub stats: Option<PathBuf>,
+    /// Run time limit.
+    pub duration: Option<Duration>,
+}
+
+/// Result of parsing: run, or print help.
+#[derive(Clone, Debug)]
+pub enum LinkemCommand {
+    /// Run the emulator.
+    Run(Box<LinkemOptions>),
+    /// `--help` was given.
+    Help,
+}
+
+struct Pair<T> {
+    both: Option<T>,
+    up: Option<T>,
+    down: Option<T>,
+}
+
+impl<T> Default for Pair<T> {
+    fn default() -> Self {
+        Pair {
+            both: None,
+            up: None,
+            down: None,
+        }
+    }
+}
+
+impl<T: Clone> Pair<T> {
+    fn get(&self, up: bool) -> Option<T> {
+        if up {
+            self.up.clone()
+        } else {
+            self.down.clone()
+        }
+        .or_else(|| self.both.clone())
+    }
+}
+
+/// Parses `linkem`'s arguments (without the program name).
+pub fn parse_linkem_args<I: IntoIterator<Item = String>>(args: I) -> Result<LinkemCommand, String> {
+    let mut listen: SocketAddr = "127.0.0.1:0".parse().expect("literal");
+    let mut upstream: Option<SocketAddr> = None;
+    let mut rate: Pair<Option<u64>> = Pair::default();
+    let mut delay: Pair<Duration> = Pair::default();
+    let mut buffer: Pair<BufferSpec> = Pair::default();
+    let mut loss: Pair<LossSchedule> = Pair::default();
+    let mut position = LossPosition::default();
+    let mut seed = 1u64;
+    let mut stats = None;
+    let mut duration = None;
+    let mut spin = None;
+    let mut max_clients = 1usize;
+
+    let mut realtime = true;
+    let mut it = args.into_iter();
+    while let Some(arg) = it.next() {
+        if arg == "-h" || arg == "--help" {
+            return Ok(LinkemCommand::Help);
+        }
+        if arg == "--no-realtime" {
+            realtime = false;
+            continue;
+        }
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        if !name.starts_with("--") {
+            return Err(format!("unexpected argument '{arg}' (see --help)"));
+        }
+        let value = match inline {
+            Some(v) => v,
+            None => it
+                .next()
+                .ok_or_else(|| format!("option {name} needs a value"))?,
+        };
+        let v = value.as_str();
+        let ctx = |e: String| format!("{name}: {e}");
+        match name.as_str() {
+            "--listen" => listen = v.parse().map_err(|_| ctx(format!("bad address '{v}'")))?,
+            "--upstream" => {
+                upstream = Some(v.parse().map_err(|_| ctx(format!("bad address '{v}'")))?)
+            }
+            "--rate" => rate.both = Some(parse_rate(v).map_err(ctx)?),
+            "--rate-up" => rate.up = Some(parse_rate(v).map_err(ctx)?),
+            "--rate-down" => rate.down = Some(parse_rate(v).map_err(ctx)?),
+            "--delay" => delay.both = Some(parse_duration_ms(v).map_err(ctx)?),
+            "--delay-up" => delay.up = Some(parse_duration_ms(v).map_err(ctx)?),
+            "--delay-down" => delay.down = Some(parse_duration_ms(v).map_err(ctx)?),
+            "--buffer" => buffer.both = Some(parse_buffer(v).map_err(ctx)?),
+            "--buffer-up" => buffer.up = Some(parse_buffer(v).map_err(ctx)?),
+            "--buffer-down" => buffer.down = Some(parse_buffer(v).map_err(ctx)?),
+            "--loss" => loss.both = Some(LossSchedule::parse(v).map_err(ctx)?),
+            "--loss-up" => loss.up = Some(LossSchedule::parse(v).map_err(ctx)?),
+            "--loss-down" => loss.down = Some(LossSchedule::parse(v).map_err(ctx)?),
+            "--loss-position" => {
+                position = match v {
+                    "before" => LossPosition::BeforeQueue,
+                    "after" => LossPosition::AfterQueue,
+                    _ => return Err(ctx(format!("'{v}' is not 'before' or 'after'"))),
+                }
+            }
+            "--seed" => {
+                seed = v
+                    .parse()
+                    .map_err(|_| ctx(format!("'{v}' is not an unsigned integer")))?
+            }
+            "--max-clients" => {
+                max_clients = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=crate::relay::MAX_CLIENTS).contains(n))
+                    .ok_or_else(|| {
+                        ctx(format!("'{v}' is not in 1..={}", crate::relay::MAX_CLIENTS))
+                    })?
+            }
+            "--spin" => spin = Some(parse_duration(v).map_err(ctx)?),
+            "--stats" => stats = Some(PathBuf::from(v)),
+            "--duration" => {
+                let d = parse_duration(v).map_err(ctx)?;
+                if d.is_zero() {
+                    return Err(ctx("must be > 0".into()));
+                }
+                duration = Some(d)
+            }
+            _ => return Err(format!("unknown option '{name}' (see --help)")),
+        }
+    }
+    let upstream = upstream.ok_or("--upstream ADDR is required")?;
+    let d_up = delay.get(true).unwrap_or_default();
+    let d_down = delay.get(false).unwrap_or_default();
+    let rtt = d_up + d_down;
+    let mk = |up: bool| -> Result<LinkConfig, String> {
+        let r = rate.get(up).flatten();
+        let buf = match buffer.get(up).unwrap_or(BufferSpec::Bdp) {
+            BufferSpec::Bdp => Buffer::bdp(r, rtt, crate::MTU as u64),
+            BufferSpec::Packets(p) => Buffer::Packets(p),
+            BufferSpec::Bytes(b) => Buffer::Bytes(b),
+            BufferSpec::Unlimited => Buffer::Unlimited,
+        };
+        let c = LinkConfig {
+            rate_bps: r,
+            delay: if up { d_up } else { d_down },
+            buffer: buf,
+            loss: loss.get(up).unwrap_or_else(LossSchedule::none),
+            loss_position: position,
+        };
+        c.validate()
+            .map_err(|e| format!("{} link: {e}", if up { "up" } else { "down" }))?;
+        Ok(c)
+    };
+    let mut relay = RelayConfig::new(listen, upstream);
+    relay.up = mk(true)?;
+    relay.down = mk(false)?;
+    relay.seed = seed;
+    relay.spin_window = spin;
+    relay.max_clients = max_clients;
+    relay.realtime = realtime;
+    Ok(LinkemCommand::Run(Box::new(LinkemOptions {
+        relay,
+        stats,
+        duration,
+    })))
+}
+
+/// Durations for `--delay`: a bare number means milliseconds.
+fn parse_duration_ms(s: &str) -> Result<Duration, String> {
+    crate::units::parse_duration_with(s, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::loss::LossModel;
+
+    fn parse(s: &str) -> Result<LinkemOptions, String> {
+        match parse_linkem_args(s.split_whitespace().map(String::from))? {
+            LinkemCommand::Run(o) => Ok(*o),
+            LinkemCommand::Help => Err("help".into()),
+        }
+    }
+
+    #[test]
+    fn defaults_and_bdp() {
+        let o = parse("--upstream 127.0.0.1:4433 --rate 20mbit --delay 20ms --loss bernoulli:0.05")
+            .unwrap();
+        assert_eq!(o.relay.up.rate_bps, Some(20_000_000));
+        assert_eq!(o.relay.down.delay, Duration::from_millis(20));
+        // 20 Mbit/s × 40 ms = 100 000 bytes
+        assert_eq!(o.relay.up.buffer, Buffer::Bytes(100_000));
+        assert_eq!(o.relay.down.buffer, Buffer::Bytes(100_000));
+        assert_eq!(
+            o.relay.up.loss,
+            LossSchedule::constant(LossModel::Bernoulli { p: 0.05 })
+        );
+        assert_eq!(o.relay.down.loss, o.relay.up.loss);
+        assert_eq!(o.relay.up.loss_position, LossPosition::AfterQueue);
+    }
+
+    #[test]
+    fn asymmetric() {
+        let o = parse(
+            "--upstream=127.0.0.1:1 --rate 10mbit --rate-down 50mbit --delay-up 10 --delay-down 30ms \
+             --loss-down ge:0.01,0.3 --buffer-up 64p --loss-position before --seed 9 --duration 2s",
+        )
+        .unwrap();
+        assert_eq!(o.relay.up.rate_bps, Some(10_000_000));
+        assert_eq!(o.relay.down.rate_bps, Some(50_000_000));
+        assert_eq!(o.relay.up.delay, Duration::from_millis(10));
+        assert_eq!(o.relay.up.buffer, Buffer::Packets(64));
+        assert_eq!(o.relay.down.buffer, Buffer::Bytes(250_000));
+        assert!(o.relay.up.loss.is_lossless());
+        assert!(!o.relay.down.loss.is_lossless());
+        assert_eq!(o.relay.seed, 9);
+        assert_eq!(o.duration, Some(Duration::from_secs(2)));
+        assert_eq!(o.relay.up.loss_position, LossPosition::BeforeQueue);
+    }
+
+    #[test]
+    fn errors() {
+        for bad in [
+            "--rate 20mbit",
+            "--upstream nowhere",
+            "--upstream 127.0.0.1:1 --rate -5mbit",
+            "--upstream 127.0.0.1:1 --rate NaN",
+            "--upstream 127.0.0.1:1 --loss bernoulli:1.5",
+            "--upstream 127.0.0.1:1 --rate 10mbit --buffer 1000",
+            "--upstream 127.0.0.1:1 --rate 10mbit --buffer 0p",
+            "--upstream 127.0.0.1:1 --delay 5parsecs",
+            "--upstream 127.0.0.1:1 --loss-position middle",
+            "--upstream 127.0.0.1:1 --bogus 1",
+            "--upstream 127.0.0.1:1 --seed",
+            "--upstream 127.0.0.1:1 stray",
+            "--upstream 127.0.0.1:1 --max-clients 0",
+            "--upstream 127.0.0.1:1 --max-clients 65",
+        ] {
+            let e = parse(bad).expect_err(bad);
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! Link emulator and experiment runners.
+//!
+//! * [`link`]: sans-IO model of one direction of an emulated link
+//!   (rate, drop-tail buffer, delay, loss) in virtual time.
+//! * [`loss`]: loss models (Bernoulli, Gilbert–Elliott) and time schedules.
+//! * [`relay`]: a real UDP relay on top of the model (`linkem`).
+//! * [`experiment`]: the `nc-experiment` matrix runner (spawns processes only).
+//! * [`cli`]: argument parsing of the `linkem` binary.
+//! * [`units`]: parsing of rates, durations, buffer sizes, probabilities.
+//! * [`rxstamp`]: kernel receive timestamps (arrival instants for the model).
+//! * [`rng`]: the seeded PRNG used for loss decisions.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod experiment;
+pub mod link;
+pub mod loss;
+pub mod relay;
+pub mod rng;
+pub mod rxstamp;
+pub mod units;
+
+/// Maximum UDP payload size the emulator expects on the path (bytes); also
+/// the smallest allowed byte-sized buffer.
+pub const MTU: usize = 1500;

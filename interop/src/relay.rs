@@ -1,0 +1,686 @@
+//! A real UDP relay driven by two [`Link`] models (one per direction).
+//!
+//! The relay listens on one UDP address for clients. By default the first
+//! source address it hears from becomes *the* client (one client 4-tuple per
+//! relay); datagrams from any other source are counted in `ignored_packets`
+//! and dropped. With [`RelayConfig::max_clients`] > 1, each new source
+//! address (up to that many) becomes another client with its own upstream
+//! socket, and all clients share the same two links (one bottleneck per
+//! direction, as flows competing on a real path would). Everything a client
+//! sends goes through the "up" link to the upstream server via its own
+//! connected socket; everything the server sends back on that socket goes
+//! through the "down" link to that client.
+//!
+//! Threads: one receiver per socket (stamps the arrival time, runs the model,
+//! queues the datagram with its delivery instant) and one sender that waits
+//! for the earliest delivery instant of both directions. The sender sleeps on
+//! a condition variable until [`SPIN_WINDOW`] before the deadline, then
+//! spins (yielding the CPU) until the deadline, so the added delay is
+//! accurate to a few tens of microseconds on an idle machine.
+//!
+//! Memory is bounded: the model's buffer is bounded and the delay line of
+//! each direction holds at most `max_pending_bytes` (excess is counted in
+//! `overflow_drops`).
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::link::{Link, LinkConfig, LinkStats, Verdict};
+use crate::rng::derive_seed;
+
+/// Spin window used when [`RelayConfig::spin_window`] is `None` and the
+/// threads could not get real-time priority: the sender sleeps until this
+/// long before a delivery deadline, then spins (yielding the CPU).
+pub const SPIN_WINDOW: Duration = Duration::from_micros(500);
+
+/// `SCHED_FIFO` priority used by [`RelayConfig::realtime`].
+pub const RT_PRIORITY: i32 = 10;
+
+/// Upper bound of [`RelayConfig::max_clients`].
+pub const MAX_CLIENTS: usize = 64;
+
+/// Receive timeout used so that threads notice [`RelayHandle::stop`].
+const POLL: Duration = Duration::from_millis(20);
+
+/// Direction of travel through the relay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Client → upstream server.
+    Up,
+    /// Upstream server → client.
+    Down,
+}
+
+/// The seed of one direction's [`Link`] derived from the relay's seed.
+pub fn link_seed(seed: u64, dir: Direction) -> u64 {
+    derive_seed(seed, if dir == Direction::Up { 0 } else { 1 })
+}
+
+/// Configuration of a [`Relay`].
+#[derive(Clone, Debug)]
+pub struct RelayConfig {
+    /// Address the client sends to (port 0 picks a free port).
+    pub listen: SocketAddr,
+    /// The server's address.
+    pub upstream: SocketAddr,
+    /// Client → server link.
+    pub up: LinkConfig,
+    /// Server → client link.
+    pub down: LinkConfig,
+    /// Seed of the loss processes (see [`link_seed`]).
+    pub seed: u64,
+    /// Upper bound on bytes held in one direction's delay line.
+    pub max_pending_bytes: usize,
+    /// The sender sleeps until this long before a deadline, then spins
+    /// (yielding the CPU). Larger = more robust to late wake-ups, more CPU.
+    /// `None` (default): zero if the threads run with real-time priority,
+    /// else [`SPIN_WINDOW`].
+    pub spin_window: Option<Duration>,
+    /// How many distinct client addresses are relayed (1..=[`MAX_CLIENTS`]);
+    /// default 1: the first client only.
+    pub max_clients: usize,
+    /// Run the relay threads with real-time priority (`SCHED_FIFO`, priority
+    /// [`RT_PRIORITY`]) so that they are woken on time on a busy machine
+    /// (default true). Needs CAP_SYS_NICE (root); if refused, the relay runs
+    /// with normal priority and `Stats::realtime` is false. Avoid a large
+    /// explicit spin window with it: a real-time thread that spins keeps
+    /// other processes off its core.
+    pub realtime: bool,
+}
+
+impl RelayConfig {
+    /// A lossless, undelayed relay between `listen` and `upstream`.
+    pub fn new(listen: SocketAddr, upstream: SocketAddr) -> Self {
+        RelayConfig {
+            listen,
+            upstream,
+            up: LinkConfig::default(),
+            down: LinkConfig::default(),
+            seed: 1,
+            max_pending_bytes: 256 << 20,
+            spin_window: None,
+            max_clients: 1,
+            realtime: true,
+        }
+    }
+}
+
+/// Counters of one direction of a relay.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirectionStats {
+    /// The model's counters.
+    #[serde(flatten)]
+    pub link: LinkStats,
+    /// Datagrams actually handed to the kernel.
+    pub sent_packets: u64,
+    /// Bytes actually handed to the kernel.
+    pub sent_bytes: u64,
+    /// Send failures (e.g. server not listening, client unknown).
+    pub send_errors: u64,
+    /// Datagrams dropped because the delay line was full.
+    pub overflow_drops: u64,
+    /// Datagrams still waiting for their delivery time.
+    pub pending_packets: u64,
+}
+
+/// Statistics of a relay, as written to the stats JSON file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Seconds since the relay started.
+    pub elapsed_s: f64,
+    /// The relay's seed.
+    pub seed: u64,
+    /// Address clients send to.
+    pub listen: String,
+    /// The upstream server.
+    pub upstream: String,
+    /// The first learned client address, if any.
+    pub client: Option<String>,
+    /// All learned client addresses, in order of first appearance.
+    #[serde(default)]
+    pub clients: Vec<String>,
+    /// Datagrams from other sources than the learned client (dropped).
+    pub ignored_packets: u64,
+    /// Client → server.
+    pub up: DirectionStats,
+    /// Server → client.
+    pub down: DirectionStats,
+    /// Whether the sender thread runs with real-time priority.
+    #[serde(default)]
+    pub realtime: bool,
+    /// Configuration of the client → server link.
+    #[serde(default)]
+    pub up_config: Option<LinkConfig>,
+    /// Configuration of the server → client link.
+    #[serde(default)]
+    pub down_config: Option<LinkConfig>,
+}
+
+impl Stats {
+    /// Pretty JSON text.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+
+    /// Writes the JSON atomically (temporary file + rename) to `path`.
+    pub fn write_file(&self, path: &std::path::Path) -> io::Result<()> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        std::fs::write(&tmp, self.to_json() + "\n")?;
+        std::fs::rename(&tmp, path)
+    }
+}
+
+struct Dir {
+    link: Link,
+    /// (delivery instant, datagram, client index)
+    queue: VecDeque<(Instant, Vec<u8>, usize)>,
+    pending_bytes: usize,
+    sent_packets: u64,
+    sent_bytes: u64,
+    send_errors: u64,
+    overflow_drops: u64,
+}
+
+impl Dir {
+    fn new(link: Link) -> Self {
+        Dir {
+            link,
+            queue: VecDeque::new(),
+            pending_bytes: 0,
+            sent_packets: 0,
+            sent_bytes: 0,
+            send_errors: 0,
+            overflow_drops: 0,
+        }
+    }
+
+    fn stats(&self) -> DirectionStats {
+        DirectionStats {
+            link: self.link.stats().clone(),
+            sent_packets: self.sent_packets,
+            sent_bytes: self.sent_bytes,
+            send_errors: self.send_errors,
+            overflow_drops: self.overflow_drops,
+            pending_packets: self.queue.len() as u64,
+        }
+    }
+
+    /// Runs the model and queues the datagram; returns true if the queue was empty.
+    fn offer(&mut self, now: Instant, data: &[u8], peer: usize, max_pending: usize) -> bool {
+        if let Verdict::Deliver(at) = self.link.on_packet(now, data.len()) {
+            if self.pending_bytes + data.len() > max_pending {
+                self.overflow_drops += 1;
+                return false;
+            }
+            let was_empty = self.queue.is_empty();
+            self.pending_bytes += data.len();
+            self.queue.push_back((at, data.to_vec(), peer));
+            return was_empty;
+        }
+        false
+    }
+}
+
+struct Peer {
+    addr: SocketAddr,
+    upstream: Arc<UdpSocket>,
+}
+
+struct Inner {
+    up: Dir,
+    down: Dir,
+    clients: Vec<Peer>,
+    /// Upstream socket created at start for the first client.
+    spare: Option<Arc<UdpSocket>>,
+    ignored: u64,
+}
+
+struct Shared {
+    inner: Mutex<Inner>,
+    cv: Condvar,
+    stop: AtomicBool,
+    /// Set when a receiver queued a packet into an empty delay line.
+    kick: AtomicBool,
+    spin_window: Option<Duration>,
+    start: Instant,
+    seed: u64,
+    listen: SocketAddr,
+    upstream: SocketAddr,
+    max_pending: usize,
+    max_clients: usize,
+    realtime: bool,
+    /// Set by the sender thread once it runs with real-time priority.
+    realtime_ok: AtomicBool,
+    /// Receiver threads of the upstream sockets.
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panicking thread cannot leave Inner inconsistent in a way that
+        // matters for counters; keep going.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn stats(&self) -> Stats {
+        let g = self.lock();
+        Stats {
+            elapsed_s: self.start.elapsed().as_secs_f64(),
+            seed: self.seed,
+            listen: self.listen.to_string(),
+            upstream: self.upstream.to_string(),
+            client: g.clients.first().map(|c| c.addr.to_string()),
+            clients: g.clients.iter().map(|c| c.addr.to_string()).collect(),
+            ignored_packets: g.ignored,
+            realtime: self.realtime_ok.load(Ordering::Relaxed),
+            up: g.up.stats(),
+            down: g.down.stats(),
+            up_config: Some(g.up.link.config().clone()),
+            down_config: Some(g.down.link.config().clone()),
+        }
+    }
+}
+
+/// Entry point for starting relays.
+pub struct Relay;
+
+impl Relay {
+    /// Validates `cfg`, binds the sockets and starts the relay threads.
+    pub fn spawn(cfg: RelayConfig) -> io::Result<RelayHandle> {
+        for (name, c) in [("up", &cfg.up), ("down", &cfg.down)] {
+            c.validate().map_err(|e| {
+                io::Error::new(io::ErrorKind::InvalidInput, format!("{name} link: {e}"))
+            })?;
+        }
+        if !(1..=MAX_CLIENTS).contains(&cfg.max_clients) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("max_clients must be in 1..={MAX_CLIENTS}"),
+            ));
+        }
+        let client_sock = UdpSocket::bind(cfg.listen)?;
+        prepare(&client_sock)?;
+        let up_sock = Arc::new(upstream_socket(cfg.upstream)?);
+        let listen = client_sock.local_addr()?;
+        let start = Instant::now();
+        let shared = Arc::new(Shared {
+            inner: Mutex::new(Inner {
+                up: Dir::new(Link::new(
+                    cfg.up.clone(),
+                    link_seed(cfg.seed, Direction::Up),
+                    start,
+                )),
+                down: Dir::new(Link::new(
+                    cfg.down.clone(),
+                    link_seed(cfg.seed, Direction::Down),
+                    start,
+                )),
+                clients: Vec::new(),
+                spare: Some(up_sock.clone()),
+                ignored: 0,
+            }),
+            cv: Condvar::new(),
+            stop: AtomicBool::new(false),
+            kick: AtomicBool::new(false),
+            spin_window: cfg.spin_window,
+            start,
+            seed: cfg.seed,
+            listen,
+            upstream: cfg.upstream,
+            max_pending: cfg.max_pending_bytes,
+            max_clients: cfg.max_clients,
+            realtime: cfg.realtime,
+            realtime_ok: AtomicBool::new(false),
+            threads: Mutex::new(Vec::new()),
+        });
+
+        let mut handle = RelayHandle {
+            shared: shared.clone(),
+            client_rx: None,
+            tx: None,
+        };
+        spawn_server_rx(&shared, up_sock, 0)?;
+        let client_sock = Arc::new(client_sock);
+        {
+            let (sh, sock) = (shared.clone(), client_sock.clone());
+            handle.client_rx = Some(spawn_named("linkem-rx-client", move || {
+                rx_client_loop(&sh, &sock)
+            })?);
+        }
+        {
+            let sh = shared.clone();
+            handle.tx = Some(spawn_named("linkem-tx", move || {
+                tx_loop(&sh, &client_sock)
+            })?);
+        }
+        Ok(handle)
+    }
+}
+
+fn prepare(s: &UdpSocket) -> io::Result<()> {
+    set_buffers(s, 4 << 20);
+    crate::rxstamp::enable(s);
+    s.set_read_timeout(Some(POLL))
+}
+
+/// A new socket connected to the server.
+fn upstream_socket(upstream: SocketAddr) -> io::Result<UdpSocket> {
+    let any: SocketAddr = if upstream.is_ipv4() {
+        "0.0.0.0:0".parse().expect("literal")
+    } else {
+        "[::]:0".parse().expect("literal")
+    };
+    let s = UdpSocket::bind(any)?;
+    s.connect(upstream)?;
+    prepare(&s)?;
+    Ok(s)
+}
+
+fn spawn_server_rx(sh: &Arc<Shared>, sock: Arc<UdpSocket>, peer: usize) -> io::Result<()> {
+    let sh2 = sh.clone();
+    let t = spawn_named(&format!("linkem-rx-srv{peer}"), move || {
+        rx_server_loop(&sh2, &sock, peer)
+    })?;
+    sh.threads.lock().unwrap_or_else(|e| e.into_inner()).push(t);
+    Ok(())
+}
+
+fn spawn_named<F: FnOnce() + Send + 'static>(name: &str, f: F) -> io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name(name.into()).spawn(f)
+}
+
+fn set_buffers(s: &UdpSocket, bytes: libc::c_int) {
+    use std::os::fd::AsRawFd;
+    let fd = s.as_raw_fd();
+    for opt in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
+        // SAFETY: fd is a valid open socket owned by `s` for the duration of
+        // the call; the option value points to a live c_int of the given size.
+        // Failure (e.g. a lower system limit) is harmless and ignored.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                opt,
+                &bytes as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+}
+
+/// Receives one datagram; `None` on timeout or a transient error.
+fn recv(
+    sock: &UdpSocket,
+    buf: &mut [u8],
+    clock: &mut crate::rxstamp::StampClock,
+) -> Option<(usize, SocketAddr, Instant)> {
+    match crate::rxstamp::recv_stamped(sock, buf, clock) {
+        Ok(x) => Some(x),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) =>
+        {
+            None
+        }
+        // ICMP errors (ECONNREFUSED) etc.: keep going, but never busy-loop.
+        Err(_) => {
+            std::thread::sleep(Duration::from_millis(1));
+            None
+        }
+    }
+}
+
+fn wake(sh: &Shared) {
+    sh.kick.store(true, Ordering::Release);
+    sh.cv.notify_one();
+}
+
+fn rx_client_loop(sh: &Arc<Shared>, sock: &UdpSocket) {
+    if sh.realtime {
+        make_realtime();
+    }
+    let mut buf = vec![0u8; 65536];
+    let mut clock = crate::rxstamp::StampClock::new();
+    while !sh.stop.load(Ordering::Relaxed) {
+        let Some((n, from, now)) = recv(sock, &mut buf, &mut clock) else {
+            continue;
+        };
+        let mut g = sh.lock();
+        let peer = match g.clients.iter().position(|p| p.addr == from) {
+            Some(i) => i,
+            None if g.clients.len() < sh.max_clients => {
+                let i = g.clients.len();
+                let upstream = match g.spare.take() {
+                    Some(s) => Ok(s),
+                    None => upstream_socket(sh.upstream).map(Arc::new).and_then(|s| {
+                        spawn_server_rx(sh, s.clone(), i)?;
+                        Ok(s)
+                    }),
+                };
+                match upstream {
+                    Ok(upstream) => {
+                        g.clients.push(Peer {
+                            addr: from,
+                            upstream,
+                        });
+                        i
+                    }
+                    Err(_) => {
+                        g.ignored += 1;
+                        continue;
+                    }
+                }
+            }
+            None => {
+                g.ignored += 1;
+                continue;
+            }
+        };
+        let woke = g.up.offer(now, &buf[..n], peer, sh.max_pending);
+        drop(g);
+        if woke {
+            wake(sh);
+        }
+    }
+}
+
+fn rx_server_loop(sh: &Shared, sock: &UdpSocket, peer: usize) {
+    if sh.realtime {
+        make_realtime();
+    }
+    let mut buf = vec![0u8; 65536];
+    let mut clock = crate::rxstamp::StampClock::new();
+    while !sh.stop.load(Ordering::Relaxed) {
+        let Some((n, _, now)) = recv(sock, &mut buf, &mut clock) else {
+            continue;
+        };
+        let woke = sh.lock().down.offer(now, &buf[..n], peer, sh.max_pending);
+        if woke {
+            wake(sh);
+        }
+    }
+}
+
+/// Asks the kernel for precise timed waits on this thread (default slack is 50 µs).
+fn precise_timers() {
+    // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+    }
+}
+
+/// Switches the calling thread to `SCHED_FIFO`; false if not permitted.
+fn make_realtime() -> bool {
+    let param = libc::sched_param {
+        sched_priority: RT_PRIORITY,
+    };
+    // SAFETY: pid 0 = the calling thread; `param` is a valid sched_param.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 }
+}
+
+fn tx_loop(sh: &Shared, client_sock: &UdpSocket) {
+    precise_timers();
+    let rt = sh.realtime && make_realtime();
+    sh.realtime_ok.store(rt, Ordering::Relaxed);
+    let spin = sh
+        .spin_window
+        .unwrap_or(if rt { Duration::ZERO } else { SPIN_WINDOW });
+    let mut due: Vec<(Direction, Vec<u8>, usize)> = Vec::new();
+    // (client address, upstream socket) per client index; clients only grow.
+    let mut peers: Vec<(SocketAddr, Arc<UdpSocket>)> = Vec::new();
+    let mut g = sh.lock();
+    loop {
+        if sh.stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let now = Instant::now();
+        let next = [g.up.queue.front(), g.down.queue.front()]
+            .into_iter()
+            .flatten()
+            .map(|(at, _, _)| *at)
+            .min();
+        match next {
+            None => {
+                g = sh
+                    .cv
+                    .wait_timeout(g, POLL)
+                    .map(|r| r.0)
+                    .unwrap_or_else(|e| e.into_inner().0);
+            }
+            Some(at) if at > now + spin => {
+                let d = at - now - spin;
+                g = sh
+                    .cv
+                    .wait_timeout(g, d)
+                    .map(|r| r.0)
+                    .unwrap_or_else(|e| e.into_inner().0);
+            }
+            Some(at) if at > now => {
+                // Reset under the lock: any packet queued before this point is
+                // already accounted for in `next`.
+                sh.kick.store(false, Ordering::Release);
+                drop(g);
+                // A packet queued meanwhile may be due earlier: re-check on kick.
+                while Instant::now() < at && !sh.kick.load(Ordering::Acquire) {
+                    std::hint::spin_loop();
+                    std::thread::yield_now();
+                }
+                g = sh.lock();
+            }
+            Some(_) => {
+                let inner = &mut *g;
+                for (dir, d) in [
+                    (Direction::Up, &mut inner.up),
+                    (Direction::Down, &mut inner.down),
+                ] {
+                    while d.queue.front().is_some_and(|(at, _, _)| *at <= now) {
+                        if let Some((_, data, peer)) = d.queue.pop_front() {
+                            d.pending_bytes -= data.len();
+                            due.push((dir, data, peer));
+                        }
+                    }
+                }
+                if peers.len() != inner.clients.len() {
+                    peers = inner
+                        .clients
+                        .iter()
+                        .map(|p| (p.addr, p.upstream.clone()))
+                        .collect();
+                }
+                drop(g);
+                let mut res = Vec::with_capacity(due.len());
+                for (dir, data, peer) in due.drain(..) {
+                    let r = match (dir, peers.get(peer)) {
+                        (Direction::Up, Some((_, up))) => up.send(&data),
+                        (Direction::Down, Some((addr, _))) => client_sock.send_to(&data, *addr),
+                        (_, None) => Err(io::ErrorKind::NotConnected.into()),
+                    };
+                    res.push((dir, r.is_ok(), data.len()));
+                }
+                g = sh.lock();
+                for (dir, ok, len) in res {
+                    let d = if dir == Direction::Up {
+                        &mut g.up
+                    } else {
+                        &mut g.down
+                    };
+                    if ok {
+                        d.sent_packets += 1;
+                        d.sent_bytes += len as u64;
+                    } else {
+                        d.send_errors += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A running relay. Dropping it stops the relay.
+pub struct RelayHandle {
+    shared: Arc<Shared>,
+    client_rx: Option<JoinHandle<()>>,
+    tx: Option<JoinHandle<()>>,
+}
+
+impl RelayHandle {
+    /// The address clients should send to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.listen
+    }
+
+    /// The instant the relay started (time zero of the loss schedules).
+    pub fn start_time(&self) -> Instant {
+        self.shared.start
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> Stats {
+        self.shared.stats()
+    }
+
+    /// Stops all threads (datagrams not yet delivered are discarded and
+    /// reported as `pending_packets`) and returns the final counters.
+    pub fn stop(mut self) -> Stats {
+        self.shutdown();
+        self.shared.stats()
+    }
+
+    fn shutdown(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        self.shared.cv.notify_all();
+        // The client receiver first: it is the only thread that adds threads.
+        for t in [self.client_rx.take(), self.tx.take()]
+            .into_iter()
+            .flatten()
+        {
+            let _ = t.join();
+        }
+        let rest: Vec<_> = self
+            .shared
+            .threads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+            .collect();
+        for t in rest {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for RelayHandle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
