@@ -7,7 +7,7 @@ CARGO ?= cargo
 QUICHE_DIR := .quiche/quiche-0.30.0
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all quiche build release demo test test-workspace test-quiche bench fmt clippy clean-quiche
+.PHONY: all quiche build release demo test test-workspace test-quiche bench bench-coding bench-cc fuzz fmt clippy clean-quiche
 
 all: build
 
@@ -33,9 +33,27 @@ test-workspace: quiche
 test-quiche: quiche
 	cd $(QUICHE_DIR) && CARGO_TARGET_DIR=$(CURDIR)/target/quiche $(CARGO) test --features qlog --lib
 
-bench: release
+bench: bench-coding bench-cc
+
+# GF(2^8) kernels, repair symbols and decoding (ratios to the scalar kernel
+# and to external crates), then the redundancy policies at 10^5 symbols.
+bench-coding: quiche
 	$(CARGO) bench -p nc-frames
-	./target/release/nc-experiment --markdown $(BENCH_ARGS)
+	$(CARGO) test --release -p nc-frames --test channel -- --include-ignored
+	$(CARGO) run --release -p nc-frames --example sim_table 100000
+
+# Controllers on the emulated link (plain QUIC, no coding), ratios to CUBIC.
+bench-cc: release
+	./target/release/nc-experiment --cc cubic,hybrid,ctcp,vegas,bbr2 \
+		--loss 0,0.01,0.05,0.1 --markdown $(BENCH_ARGS)
+	$(CARGO) run --release -p congestion --example simtable
+
+# Short fuzzing runs of every nc-frames target (nightly + cargo-fuzz).
+FUZZ_SECS ?= 60
+fuzz:
+	command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz
+	cd nc-frames/fuzz && for t in $$($(CARGO) +nightly fuzz list); do \
+		$(CARGO) +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECS) || exit 1; done
 
 fmt:
 	$(CARGO) fmt --all

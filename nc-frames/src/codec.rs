@@ -1,0 +1,892 @@
+//! Sliding-window random linear encoder and online RREF decoder.
+//!
+//! Symbols are identified by absolute 62-bit indexes. Every source symbol is
+//! coded in the form `len (u16, big endian) || payload`, zero-padded to the
+//! length of the longest symbol in a combination (the RFC 8681 approach), so
+//! a recovered symbol has its exact length.
+//!
+//! The decoder keeps its coefficient matrix in reduced row echelon form
+//! (RREF) with columns ordered by symbol index: a symbol `k` is *seen*
+//! (TCP/NC Definition 1) exactly when column `k` is a pivot column, because
+//! the pivot row of `k` reads `p_k + sum_{l>k} a_l p_l`. It is *decoded* when
+//! its pivot row has no other non-zero entry.
+
+use std::collections::VecDeque;
+
+use crate::coeffs::Coefficients;
+use crate::error::{Error, Result};
+use crate::gf256;
+use crate::simd::Kernel;
+
+/// Bytes of the length prefix coded along with every source symbol.
+pub const LEN_PREFIX: usize = 2;
+
+/// Largest payload the 2-byte length prefix can describe.
+pub const MAX_SYMBOL_SIZE: usize = u16::MAX as usize;
+
+fn coded(payload: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(LEN_PREFIX + payload.len());
+    v.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+    v.extend_from_slice(payload);
+    v
+}
+
+/// Sliding window of source symbols at the sender.
+#[derive(Debug)]
+pub struct Encoder {
+    max_window: usize,
+    max_symbol: usize,
+    start: u64,
+    symbols: VecDeque<Vec<u8>>,
+    kernel: Kernel,
+    scratch: Vec<u8>,
+}
+
+impl Encoder {
+    /// New encoder holding at most `max_window` symbols of at most
+    /// `max_symbol_size` bytes each (clamped to [`MAX_SYMBOL_SIZE`]).
+    pub fn new(max_window: usize, max_symbol_size: usize) -> Encoder {
+        Encoder {
+            max_window: max_window.max(1),
+            max_symbol: max_symbol_size.min(MAX_SYMBOL_SIZE),
+            start: 0,
+            symbols: VecDeque::new(),
+            kernel: Kernel::best(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Use a specific kernel (benchmarks, tests).
+    pub fn set_kernel(&mut self, k: Kernel) {
+        self.kernel = k;
+    }
+
+    /// Index of the oldest symbol still in the window.
+    pub fn window_start(&self) -> u64 {
+        self.start
+    }
+
+    /// Index the next pushed symbol will get.
+    pub fn next_index(&self) -> u64 {
+        self.start + self.symbols.len() as u64
+    }
+
+    /// Number of symbols in the window.
+    pub fn len(&self) -> usize {
+        self.symbols.len()
+    }
+
+    /// Whether the window is empty.
+    pub fn is_empty(&self) -> bool {
+        self.symbols.is_empty()
+    }
+
+    /// Whether another symbol can be pushed.
+    pub fn has_room(&self) -> bool {
+        self.symbols.len() < self.max_window
+    }
+
+    /// Append a source symbol; returns its index.
+    pub fn push(&mut self, payload: &[u8]) -> Result<u64> {
+        if payload.len() > self.max_symbol {
+            return Err(Error::SymbolTooLarge(payload.len()));
+        }
+        if !self.has_room() {
+            return Err(Error::WindowFull);
+        }
+        let idx = self.next_index();
+        self.symbols.push_back(coded(payload));
+        Ok(idx)
+    }
+
+    /// Drop every symbol with index `< new_start` (e.g. on a seen-ACK).
+    pub fn slide_to(&mut self, new_start: u64) {
+        while self.start < new_start && !self.symbols.is_empty() {
+            self.symbols.pop_front();
+            self.start += 1;
+        }
+        if self.symbols.is_empty() && new_start > self.start {
+            self.start = new_start;
+        }
+    }
+
+    /// Payload of symbol `idx` if still in the window.
+    pub fn payload(&self, idx: u64) -> Option<&[u8]> {
+        let off = idx.checked_sub(self.start)?;
+        self.symbols.get(off as usize).map(|v| &v[LEN_PREFIX..])
+    }
+
+    /// Encode a repair symbol over `[first, first + count)` with the given
+    /// coefficients into `out` (replaced). The result has the length of the
+    /// longest coded symbol of the sub-window.
+    pub fn encode(
+        &mut self,
+        first: u64,
+        count: usize,
+        coefs: &Coefficients,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let off = first
+            .checked_sub(self.start)
+            .ok_or(Error::Malformed("repair window below start"))? as usize;
+        if count == 0 || off + count > self.symbols.len() {
+            return Err(Error::Malformed("repair window outside encoder window"));
+        }
+        let mut c = std::mem::take(&mut self.scratch);
+        if !coefs.expand(count, &mut c) {
+            self.scratch = c;
+            return Err(Error::Malformed("bad coefficients"));
+        }
+        let len = self
+            .symbols
+            .range(off..off + count)
+            .map(|s| s.len())
+            .max()
+            .unwrap_or(0);
+        out.clear();
+        out.resize(len, 0);
+        let srcs: Vec<&[u8]> = self
+            .symbols
+            .range(off..off + count)
+            .map(|s| s.as_slice())
+            .collect();
+        self.kernel.lincomb(out, &srcs, &c);
+        self.scratch = c;
+        Ok(())
+    }
+}
+
+/// Outcome of one arrival at the [`Decoder`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Arrival {
+    /// The arrival increased the rank.
+    pub innovative: bool,
+    /// The symbol that became seen by this arrival (its pivot column).
+    pub newly_seen: Option<u64>,
+    /// Number of symbols that became decoded.
+    pub newly_decoded: usize,
+    /// The arrival referred only to forgotten symbols and was ignored.
+    pub stale: bool,
+}
+
+#[derive(Debug)]
+struct Row {
+    /// Column of `coef[0]`; for stored rows this is the pivot (coef[0] == 1).
+    start: u64,
+    coef: Vec<u8>,
+    data: Vec<u8>,
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    row: Option<Row>,
+    sensed: bool,
+    clear: bool,
+    decoded: bool,
+}
+
+/// Counters exposed by the decoder.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DecoderStats {
+    /// Innovative arrivals (= total rank gained).
+    pub innovative: u64,
+    /// Non-innovative arrivals (linearly dependent, duplicates).
+    pub redundant: u64,
+    /// Arrivals ignored because they referred to forgotten symbols.
+    pub stale: u64,
+    /// Source symbols received in clear.
+    pub source_received: u64,
+    /// Repair symbols received.
+    pub repair_received: u64,
+    /// Symbols recovered by decoding (not received in clear).
+    pub recovered: u64,
+    /// Symbols given up on request of the sender.
+    pub abandoned: u64,
+    /// Payload row operations (AXPY of one row into another) performed.
+    pub row_ops: u64,
+}
+
+/// Online Gaussian-elimination decoder over a sliding window.
+#[derive(Debug)]
+pub struct Decoder {
+    w: u64,
+    /// Ring size: a power of two >= 2w (indexing by mask, not division).
+    cap: usize,
+    mask: u64,
+    max_symbol: usize,
+    base: u64,
+    slots: Vec<Slot>,
+    i_p: u64,
+    i_q: u64,
+    i_r: u64,
+    max_seq: u64,
+    ws_max: u64,
+    undecoded: Vec<u64>,
+    recovered: VecDeque<(u64, Vec<u8>)>,
+    kernel: Kernel,
+    stats: DecoderStats,
+    /// Recycled row buffers (bounded by the ring size).
+    pool: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Decoder {
+    /// New decoder accepting symbols up to `max_window` ahead of the next
+    /// undecoded one, each at most `max_symbol_size` bytes.
+    pub fn new(max_window: usize, max_symbol_size: usize) -> Decoder {
+        let w = max_window.max(1);
+        let cap = (2 * w).next_power_of_two();
+        Decoder {
+            w: w as u64,
+            cap,
+            mask: cap as u64 - 1,
+            max_symbol: max_symbol_size.min(MAX_SYMBOL_SIZE),
+            base: 0,
+            slots: (0..cap).map(|_| Slot::default()).collect(),
+            i_p: 0,
+            i_q: 0,
+            i_r: 0,
+            max_seq: 0,
+            ws_max: 0,
+            undecoded: Vec::new(),
+            recovered: VecDeque::new(),
+            kernel: Kernel::best(),
+            stats: DecoderStats::default(),
+            pool: Vec::new(),
+        }
+    }
+
+    fn take_bufs(&mut self) -> (Vec<u8>, Vec<u8>) {
+        let (mut c, mut d) = self.pool.pop().unwrap_or_default();
+        c.clear();
+        d.clear();
+        (c, d)
+    }
+
+    fn recycle(&mut self, r: Row) {
+        if self.pool.len() < self.cap {
+            self.pool.push((r.coef, r.data));
+        }
+    }
+
+    fn reset_slot(&mut self, c: u64) {
+        let s = std::mem::take(self.slot_mut(c));
+        if let Some(r) = s.row {
+            self.recycle(r);
+        }
+    }
+
+    /// Use a specific kernel (benchmarks, tests).
+    pub fn set_kernel(&mut self, k: Kernel) {
+        self.kernel = k;
+    }
+
+    /// I_p: index of the next symbol to be decoded (all below are decoded).
+    pub fn i_p(&self) -> u64 {
+        self.i_p
+    }
+    /// I_q: index of the next unseen symbol (first non-pivot column).
+    pub fn i_q(&self) -> u64 {
+        self.i_q
+    }
+    /// I_r: index of the next unsensed symbol (VON definition: smallest
+    /// index never involved in a received packet).
+    pub fn i_r(&self) -> u64 {
+        self.i_r
+    }
+    /// One past the highest index involved in any received packet (FNC
+    /// MAX_SEQ).
+    pub fn max_seq(&self) -> u64 {
+        self.max_seq
+    }
+    /// Largest window start announced by the sender so far.
+    pub fn sender_window_start(&self) -> u64 {
+        self.ws_max
+    }
+    /// Largest index (exclusive) the peer may currently reference.
+    pub fn limit(&self) -> u64 {
+        self.i_p + self.w
+    }
+    /// FNC DIFF: unseen symbols below MAX_SEQ, i.e. the number of further
+    /// innovative packets needed to decode everything sensed so far.
+    pub fn diff(&self) -> u64 {
+        (self.i_q..self.max_seq)
+            .filter(|&c| self.slot(c).row.is_none())
+            .count() as u64
+    }
+    /// Rank of the undelivered part of the system: pivot rows held for
+    /// symbols at or above I_p (equals the number of seen undecoded-or-pending
+    /// symbols).
+    pub fn rank(&self) -> u64 {
+        (self.i_p..self.max_seq.max(self.i_p))
+            .filter(|&c| self.slot(c).row.is_some())
+            .count() as u64
+    }
+    /// Whether symbol `idx` is seen (always true below I_q; may be true above).
+    pub fn is_seen(&self, idx: u64) -> bool {
+        idx < self.i_q
+            || (idx < self.base + self.cap as u64
+                && idx >= self.base
+                && self.slot(idx).row.is_some())
+    }
+    /// Whether symbol `idx` is decoded.
+    pub fn is_decoded(&self, idx: u64) -> bool {
+        idx < self.i_p
+            || (idx < self.base + self.cap as u64 && idx >= self.base && self.slot(idx).decoded)
+    }
+    /// Counters.
+    pub fn stats(&self) -> DecoderStats {
+        self.stats
+    }
+
+    /// Pop the next recovered symbol (decoded without having been received in
+    /// clear), in the order they became decodable.
+    pub fn pop_recovered(&mut self) -> Option<(u64, Vec<u8>)> {
+        self.recovered.pop_front()
+    }
+
+    /// Number of recovered symbols waiting in [`Decoder::pop_recovered`].
+    pub fn recovered_pending(&self) -> usize {
+        self.recovered.len()
+    }
+
+    fn slot(&self, c: u64) -> &Slot {
+        &self.slots[(c & self.mask) as usize]
+    }
+    fn slot_mut(&mut self, c: u64) -> &mut Slot {
+        let m = self.mask;
+        &mut self.slots[(c & m) as usize]
+    }
+
+    fn check_symbol_len(&self, n: usize) -> Result<()> {
+        if n > self.max_symbol + LEN_PREFIX {
+            Err(Error::SymbolTooLarge(n))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// A source symbol received in clear.
+    pub fn add_source(&mut self, idx: u64, payload: &[u8]) -> Result<Arrival> {
+        if payload.len() > self.max_symbol {
+            return Err(Error::SymbolTooLarge(payload.len()));
+        }
+        if idx >= self.limit() {
+            return Err(Error::WindowExceeded {
+                index: idx.saturating_add(1),
+                limit: self.limit(),
+            });
+        }
+        self.stats.source_received += 1;
+        if idx < self.base || idx < self.i_p {
+            self.stats.stale += 1;
+            return Ok(Arrival {
+                stale: true,
+                ..Arrival::default()
+            });
+        }
+        {
+            let s = self.slot_mut(idx);
+            s.sensed = true;
+            s.clear = true;
+        }
+        if self.slot(idx).decoded {
+            self.stats.redundant += 1;
+            return Ok(Arrival::default());
+        }
+        self.max_seq = self.max_seq.max(idx + 1);
+        let (mut coef, mut data) = self.take_bufs();
+        coef.push(1);
+        data.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+        data.extend_from_slice(payload);
+        let row = Row {
+            start: idx,
+            coef,
+            data,
+        };
+        let a = self.insert(row)?;
+        self.advance();
+        Ok(a)
+    }
+
+    /// A repair symbol over `[first, first + count)`.
+    pub fn add_repair(
+        &mut self,
+        first: u64,
+        count: u64,
+        coefs: &Coefficients,
+        data: &[u8],
+    ) -> Result<Arrival> {
+        if count == 0 {
+            return Err(Error::Malformed("empty repair window"));
+        }
+        if count > self.w {
+            return Err(Error::WindowTooLong(count));
+        }
+        let end = first
+            .checked_add(count)
+            .ok_or(Error::Malformed("window overflow"))?;
+        if end > self.limit() {
+            return Err(Error::WindowExceeded {
+                index: end,
+                limit: self.limit(),
+            });
+        }
+        self.check_symbol_len(data.len())?;
+        let (mut coef, mut buf) = self.take_bufs();
+        if !coefs.expand(count as usize, &mut coef) {
+            return Err(Error::Malformed("coefficients do not match window"));
+        }
+        self.stats.repair_received += 1;
+        if first > self.ws_max {
+            self.ws_max = first;
+        }
+        // Columns below `base` are forgotten: usable only if their coefficient is 0.
+        let mut start = first;
+        if start < self.base {
+            let skip = (self.base - start).min(count) as usize;
+            if coef[..skip].iter().any(|&c| c != 0) {
+                self.stats.stale += 1;
+                self.advance();
+                return Ok(Arrival {
+                    stale: true,
+                    ..Arrival::default()
+                });
+            }
+            coef.drain(..skip);
+            start = self.base;
+        }
+        for (i, &c) in coef.iter().enumerate() {
+            if c != 0 {
+                let col = start + i as u64;
+                self.slot_mut(col).sensed = true;
+                self.max_seq = self.max_seq.max(col + 1);
+            }
+        }
+        buf.extend_from_slice(data);
+        let row = Row {
+            start,
+            coef,
+            data: buf,
+        };
+        let a = self.insert(row)?;
+        self.advance();
+        Ok(a)
+    }
+
+    /// The sender gave up on every symbol below `idx`: drop them (undecoded
+    /// ones are lost for good) and move I_p to at least `idx`.
+    pub fn abandon_below(&mut self, idx: u64) -> Result<()> {
+        if idx > self.limit() {
+            return Err(Error::WindowExceeded {
+                index: idx,
+                limit: self.limit(),
+            });
+        }
+        if idx <= self.i_p {
+            return Ok(());
+        }
+        for c in self.i_p..idx {
+            if !self.slot(c).decoded {
+                self.stats.abandoned += 1;
+            }
+            self.reset_slot(c);
+        }
+        self.undecoded.retain(|&p| p >= idx);
+        for c in self.base..self.i_p {
+            self.reset_slot(c);
+        }
+        self.base = idx;
+        self.i_p = idx;
+        self.i_q = self.i_q.max(idx);
+        self.i_r = self.i_r.max(idx);
+        self.max_seq = self.max_seq.max(idx);
+        self.ws_max = self.ws_max.max(idx);
+        self.advance();
+        Ok(())
+    }
+
+    fn insert(&mut self, mut r: Row) -> Result<Arrival> {
+        let k = self.kernel;
+        let mut pivot: Option<u64> = None;
+        let mut i = 0;
+        while i < r.coef.len() {
+            let c = r.coef[i];
+            if c != 0 {
+                let col = r.start + i as u64;
+                let slot = &self.slots[(col & self.mask) as usize];
+                if let Some(pr) = &slot.row {
+                    if slot.decoded {
+                        r.coef[i] = 0;
+                    } else {
+                        if r.coef.len() < i + pr.coef.len() {
+                            r.coef.resize(i + pr.coef.len(), 0);
+                        }
+                        gf256::axpy_scalar(&mut r.coef[i..i + pr.coef.len()], &pr.coef, c);
+                    }
+                    if r.data.len() < pr.data.len() {
+                        r.data.resize(pr.data.len(), 0);
+                    }
+                    k.axpy(&mut r.data[..pr.data.len()], &pr.data, c);
+                    self.stats.row_ops += 1;
+                } else if pivot.is_none() {
+                    pivot = Some(col);
+                }
+            }
+            i += 1;
+        }
+        let Some(p) = pivot else {
+            self.stats.redundant += 1;
+            self.recycle(r);
+            return Ok(Arrival::default());
+        };
+        // Normalise: pivot first, coefficient 1, trailing zeros trimmed.
+        r.coef.drain(..(p - r.start) as usize);
+        r.start = p;
+        while r.coef.len() > 1 && *r.coef.last().unwrap() == 0 {
+            r.coef.pop();
+        }
+        let inv = gf256::inv(r.coef[0]);
+        gf256::scale_scalar(&mut r.coef, inv);
+        k.scale(&mut r.data, inv);
+        let mut arrival = Arrival {
+            innovative: true,
+            newly_seen: Some(p),
+            ..Arrival::default()
+        };
+        self.stats.innovative += 1;
+
+        // Back-substitute into undecoded rows that involve column p.
+        let mut corrupt: Option<Error> = None;
+        let mut j = 0;
+        while j < self.undecoded.len() {
+            let qp = self.undecoded[j];
+            let qs = (qp & self.mask) as usize;
+            let q = self.slots[qs].row.as_mut().expect("undecoded row present");
+            let off = p.saturating_sub(q.start) as usize;
+            let c = if p > q.start && off < q.coef.len() {
+                q.coef[off]
+            } else {
+                0
+            };
+            if c != 0 {
+                if q.coef.len() < off + r.coef.len() {
+                    q.coef.resize(off + r.coef.len(), 0);
+                }
+                gf256::axpy_scalar(&mut q.coef[off..off + r.coef.len()], &r.coef, c);
+                if q.data.len() < r.data.len() {
+                    q.data.resize(r.data.len(), 0);
+                }
+                k.axpy(&mut q.data[..r.data.len()], &r.data, c);
+                self.stats.row_ops += 1;
+                while q.coef.len() > 1 && *q.coef.last().unwrap() == 0 {
+                    q.coef.pop();
+                }
+                if q.coef.len() == 1 {
+                    self.undecoded.swap_remove(j);
+                    corrupt = corrupt.or(self.mark_decoded(qp).err());
+                    arrival.newly_decoded += 1;
+                    continue;
+                }
+            }
+            j += 1;
+        }
+        let decoded = r.coef.len() == 1;
+        self.slot_mut(p).row = Some(r);
+        if decoded {
+            corrupt = corrupt.or(self.mark_decoded(p).err());
+            arrival.newly_decoded += 1;
+        } else {
+            self.undecoded.push(p);
+        }
+        // The state stays consistent either way; a corrupt symbol is
+        // reported after the elimination completed.
+        match corrupt {
+            Some(e) => Err(e),
+            None => Ok(arrival),
+        }
+    }
+
+    fn mark_decoded(&mut self, c: u64) -> Result<()> {
+        let max_symbol = self.max_symbol;
+        let s = self.slot_mut(c);
+        s.decoded = true;
+        if s.clear {
+            return Ok(());
+        }
+        let row = s.row.as_ref().expect("decoded row present");
+        if row.data.len() < LEN_PREFIX {
+            return Err(Error::CorruptSymbol(c));
+        }
+        let len = u16::from_be_bytes([row.data[0], row.data[1]]) as usize;
+        if len > max_symbol || LEN_PREFIX + len > row.data.len() {
+            return Err(Error::CorruptSymbol(c));
+        }
+        let payload = row.data[LEN_PREFIX..LEN_PREFIX + len].to_vec();
+        self.stats.recovered += 1;
+        self.recovered.push_back((c, payload));
+        Ok(())
+    }
+
+    fn advance(&mut self) {
+        let lim = self.limit();
+        while self.i_p < lim && self.slot(self.i_p).decoded {
+            self.i_p += 1;
+        }
+        // Forget decoded symbols the sender no longer combines, keeping at
+        // most `w` of them below I_p so the ring never holds more than 2w.
+        let new_base = self
+            .ws_max
+            .min(self.i_p)
+            .max(self.i_p.saturating_sub(self.w));
+        while self.base < new_base {
+            let b = self.base;
+            self.reset_slot(b);
+            self.base += 1;
+        }
+        let lim = self.limit();
+        self.i_q = self.i_q.max(self.i_p);
+        while self.i_q < lim && self.slot(self.i_q).row.is_some() {
+            self.i_q += 1;
+        }
+        self.i_r = self.i_r.max(self.i_q);
+        while self.i_r < lim && self.slot(self.i_r).sensed {
+            self.i_r += 1;
+        }
+        self.max_seq = self.max_seq.max(self.i_r);
+    }
+
+    /// Recompute every invariant from scratch and panic on violation
+    /// (test/fuzz helper; O(w^2)).
+    pub fn check_invariants(&self) {
+        assert!(self.base <= self.i_p && self.i_p <= self.i_q && self.i_q <= self.i_r);
+        assert!(self.i_r <= self.max_seq.max(self.i_r));
+        assert!(self.limit() <= self.base + self.cap as u64);
+        let live = self.base..self.limit();
+        let pivots: Vec<u64> = live
+            .clone()
+            .filter(|&c| self.slot(c).row.is_some())
+            .collect();
+        for &p in &pivots {
+            let s = self.slot(p);
+            let r = s.row.as_ref().unwrap();
+            assert_eq!(r.start, p);
+            assert_eq!(r.coef[0], 1, "pivot {p} not normalised");
+            for &q in &pivots {
+                if q > p && ((q - p) as usize) < r.coef.len() {
+                    assert_eq!(
+                        r.coef[(q - p) as usize],
+                        0,
+                        "row {p} not reduced at pivot {q}"
+                    );
+                }
+            }
+            let dec = r.coef[1..].iter().all(|&x| x == 0);
+            assert_eq!(dec, s.decoded, "decoded flag of {p}");
+            assert_eq!(!dec, self.undecoded.contains(&p), "undecoded list of {p}");
+            assert!(p + (r.coef.len() as u64) <= self.limit() + self.w);
+        }
+        assert_eq!(
+            self.undecoded.len(),
+            pivots.iter().filter(|&&p| !self.slot(p).decoded).count()
+        );
+        for c in self.i_p.max(self.base)..self.i_q {
+            assert!(self.slot(c).row.is_some());
+        }
+        for c in self.base..self.i_p {
+            assert!(self.slot(c).decoded);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testrng::Rng;
+
+    fn payloads(rng: &mut Rng, n: usize, max: usize) -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|_| {
+                let mut v = vec![0u8; rng.below(max as u64 + 1) as usize];
+                rng.fill(&mut v);
+                v
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tcpnc_seen_example() {
+        // FNC example: x = p1, y = p1+p2 (lost), z = p1+p2+p3.
+        let mut d = Decoder::new(8, 16);
+        let p = [b"a".to_vec(), b"bb".to_vec(), b"ccc".to_vec()];
+        let mut e = Encoder::new(8, 16);
+        for s in &p {
+            e.push(s).unwrap();
+        }
+        let mut out = Vec::new();
+        e.encode(0, 1, &Coefficients::Explicit(vec![1]), &mut out)
+            .unwrap();
+        let a = d
+            .add_repair(0, 1, &Coefficients::Explicit(vec![1]), &out)
+            .unwrap();
+        assert_eq!(a.newly_seen, Some(0));
+        e.encode(0, 3, &Coefficients::Explicit(vec![1, 1, 1]), &mut out)
+            .unwrap();
+        let a = d
+            .add_repair(0, 3, &Coefficients::Explicit(vec![1, 1, 1]), &out)
+            .unwrap();
+        assert_eq!(a.newly_seen, Some(1));
+        assert_eq!(
+            (d.i_p(), d.i_q(), d.i_r(), d.max_seq(), d.diff()),
+            (1, 2, 3, 3, 1)
+        );
+        d.check_invariants();
+        // A repair over just p2 (FNC "first DIFF symbols") decodes everything.
+        e.encode(1, 1, &Coefficients::Explicit(vec![7]), &mut out)
+            .unwrap();
+        let a = d
+            .add_repair(1, 1, &Coefficients::Explicit(vec![7]), &out)
+            .unwrap();
+        assert!(a.innovative);
+        assert_eq!(d.i_p(), 3);
+        assert_eq!(d.diff(), 0);
+        let got: Vec<_> = std::iter::from_fn(|| d.pop_recovered()).collect();
+        let mut ids: Vec<u64> = got.iter().map(|x| x.0).collect();
+        ids.sort();
+        assert_eq!(ids, vec![0, 1, 2]);
+        for (i, pl) in got {
+            assert_eq!(pl, p[i as usize]);
+        }
+        d.check_invariants();
+    }
+
+    #[test]
+    fn random_arrival_orders_decode_exactly() {
+        let mut rng = Rng::new(42);
+        for round in 0..300 {
+            let w = 1 + rng.below(24) as usize;
+            let n = w;
+            let src = payloads(&mut rng, n, 40);
+            let mut e = Encoder::new(w, 40);
+            for s in &src {
+                e.push(s).unwrap();
+            }
+            let mut d = Decoder::new(w, 40);
+            let mut out = Vec::new();
+            let mut got = vec![None; n];
+            let mut packets = 0;
+            while d.i_p() < n as u64 {
+                packets += 1;
+                assert!(packets < 10 * n + 50, "round {round} does not converge");
+                let kind = rng.below(3);
+                if kind == 0 {
+                    let i = rng.below(n as u64);
+                    d.add_source(i, &src[i as usize]).unwrap();
+                    got[i as usize] = Some(src[i as usize].clone());
+                } else {
+                    let first = rng.below(n as u64);
+                    let count = 1 + rng.below(n as u64 - first);
+                    let coefs = if kind == 1 {
+                        Coefficients::Seeded {
+                            repair_key: rng.next_u64() as u16,
+                            dt: rng.below(16) as u8,
+                        }
+                    } else {
+                        Coefficients::Explicit((0..count).map(|_| rng.byte() & 3).collect())
+                    };
+                    e.encode(first, count as usize, &coefs, &mut out).unwrap();
+                    d.add_repair(first, count, &coefs, &out).unwrap();
+                }
+                d.check_invariants();
+                while let Some((i, p)) = d.pop_recovered() {
+                    assert!(got[i as usize].is_none(), "delivered twice");
+                    got[i as usize] = Some(p);
+                }
+            }
+            for i in 0..n {
+                assert_eq!(
+                    got[i].as_deref(),
+                    Some(&src[i][..]),
+                    "round {round} sym {i}"
+                );
+            }
+            assert_eq!(d.stats().innovative, n as u64);
+        }
+    }
+
+    #[test]
+    fn no_loss_is_o1_and_slides() {
+        let mut d = Decoder::new(4, 8);
+        for i in 0..1000u64 {
+            let a = d.add_source(i, &i.to_be_bytes()).unwrap();
+            assert_eq!(a.newly_seen, Some(i));
+            assert_eq!(a.newly_decoded, 1);
+        }
+        assert_eq!(d.i_p(), 1000);
+        assert!(d.pop_recovered().is_none());
+        assert_eq!(d.stats().row_ops, 0, "no loss: no row operations at all");
+        // Limits are errors, not panics.
+        assert!(matches!(
+            d.add_source(1004, b"x"),
+            Err(Error::WindowExceeded { .. })
+        ));
+        assert!(matches!(
+            d.add_source(1000, &[0; 9]),
+            Err(Error::SymbolTooLarge(9))
+        ));
+        assert!(matches!(
+            d.add_repair(
+                1000,
+                5,
+                &Coefficients::Seeded {
+                    repair_key: 1,
+                    dt: 15
+                },
+                b"xx"
+            ),
+            Err(Error::WindowTooLong(5))
+        ));
+        assert!(d
+            .add_repair(1000, 0, &Coefficients::Explicit(vec![]), b"")
+            .is_err());
+        assert!(d
+            .add_repair(1000, 2, &Coefficients::Explicit(vec![1]), b"")
+            .is_err());
+        assert!(d
+            .add_repair(u64::MAX, 2, &Coefficients::Explicit(vec![1, 1]), b"")
+            .is_err());
+        // Stale arrivals are ignored.
+        assert!(d.add_source(3, b"x").unwrap().stale);
+    }
+
+    #[test]
+    fn corrupt_length_prefix_is_an_error() {
+        let mut d = Decoder::new(4, 8);
+        let r = d.add_repair(0, 1, &Coefficients::Explicit(vec![1]), &[0xff, 0xff, 1, 2]);
+        assert_eq!(r, Err(Error::CorruptSymbol(0)));
+    }
+
+    #[test]
+    fn abandon_moves_window() {
+        let mut d = Decoder::new(4, 8);
+        d.add_source(1, b"b").unwrap();
+        d.add_repair(0, 3, &Coefficients::Explicit(vec![1, 1, 1]), &[0, 1, 9])
+            .unwrap();
+        assert_eq!(d.i_p(), 0);
+        d.abandon_below(2).unwrap();
+        assert_eq!(d.i_p(), 2);
+        d.check_invariants();
+        d.add_source(5, b"x").unwrap();
+        assert!(d.add_source(6, b"x").is_err());
+        assert_eq!(d.stats().abandoned, 1);
+    }
+
+    #[test]
+    fn all_zero_coefficients_are_redundant() {
+        let mut d = Decoder::new(8, 8);
+        let a = d
+            .add_repair(0, 4, &Coefficients::Explicit(vec![0; 4]), &[0; 6])
+            .unwrap();
+        assert!(!a.innovative);
+        d.check_invariants();
+    }
+}

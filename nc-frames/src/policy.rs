@@ -1,0 +1,466 @@
+//! Redundancy policies: when should the next packet carry a repair symbol,
+//! and over which sub-window.
+//!
+//! A policy accumulates *repair credit*; the sender emits a repair at a send
+//! opportunity whenever the credit is at least one. The policies are the
+//! four seed schemes of the papers plus our adaptive default (argued in
+//! `docs/coding.md`).
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// Which sub-window a repair symbol combines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// The whole coding window `[i_q, i_s)` (TCP/NC; VON "redundant").
+    Window,
+    /// The first `n` symbols of the coding window (FNC).
+    Prefix(u64),
+    /// `[i_q, end)` for an absolute `end` (adaptive: span of known losses).
+    UpTo(u64),
+}
+
+/// What the sender knows when consulting a policy.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ctx {
+    /// Peer's I_p / I_q / I_r / MAX_SEQ / DIFF from the latest NC_ACK.
+    pub i_p: u64,
+    /// Next unseen at the peer.
+    pub i_q: u64,
+    /// Next unsensed at the peer.
+    pub i_r: u64,
+    /// One past the highest sensed index at the peer.
+    pub max_seq: u64,
+    /// FNC DIFF at the peer.
+    pub diff: u64,
+    /// Next source index to be sent (i_s).
+    pub i_s: u64,
+    /// Smoothed RTT.
+    pub srtt: Duration,
+    /// RTT variation (the Delta of VON's RTT + 4 Delta).
+    pub rttvar: Duration,
+    /// Estimated loss rate in [0, 1).
+    pub loss: f64,
+    /// Total packets (source + repair) sent so far.
+    pub sent_total: u64,
+    /// Repairs sent so far.
+    pub repairs_total: u64,
+}
+
+/// Policy selection (configuration value).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PolicyKind {
+    /// TCP/NC: a constant redundancy factor R >= 1 (R - 1 repairs per source).
+    FixedR(f64),
+    /// CTCP: N_c = N (1/(1-p) - 1) repairs after every block of N sources.
+    CtcpBlock {
+        /// Block size N.
+        n: u32,
+    },
+    /// TCP VON: ExpGap / RealGap with RTT + 4 Delta timers.
+    Von,
+    /// FNC: DIFF / LAST_DIFF, fourth uninterrupted rule, e*N cap.
+    Fnc,
+    /// Our default: proactive rate `beta * p/(1-p)` from the loss estimate
+    /// plus DIFF-driven reactive repair with in-flight accounting. `beta`
+    /// trades overhead for delay ([`PolicyKind::ADAPTIVE`] uses 1.25).
+    Adaptive {
+        /// Proactive over-provisioning factor (>= 0).
+        beta: f64,
+    },
+}
+
+impl PolicyKind {
+    /// The adaptive default (beta = 1.25).
+    pub const ADAPTIVE: PolicyKind = PolicyKind::Adaptive { beta: 1.25 };
+
+    /// Short name for tables.
+    pub fn name(&self) -> String {
+        match self {
+            PolicyKind::FixedR(r) => format!("fixed-R={r}"),
+            PolicyKind::CtcpBlock { n } => format!("ctcp-N={n}"),
+            PolicyKind::Von => "von".into(),
+            PolicyKind::Fnc => "fnc".into(),
+            PolicyKind::Adaptive { beta } => format!("adaptive-b={beta}"),
+        }
+    }
+}
+
+/// State of the active policy.
+#[derive(Debug)]
+pub(crate) struct Policy {
+    kind: PolicyKind,
+    credit: f64,
+    scope: Scope,
+    // CTCP
+    block_count: u32,
+    // VON
+    exp_gap: i64,
+    real_gap: i64,
+    von_timers: VecDeque<Instant>,
+    // FNC
+    last_diff: u64,
+    t_last: Option<Instant>,
+    diff_streak: u32,
+    fnc_repairs: u64,
+    // Adaptive
+    inflight: VecDeque<(Instant, u64)>,
+}
+
+impl Policy {
+    pub(crate) fn new(kind: PolicyKind) -> Policy {
+        Policy {
+            kind,
+            credit: 0.0,
+            scope: Scope::Window,
+            block_count: 0,
+            exp_gap: 0,
+            real_gap: 0,
+            von_timers: VecDeque::new(),
+            last_diff: 0,
+            t_last: None,
+            diff_streak: 0,
+            fnc_repairs: 0,
+            inflight: VecDeque::new(),
+        }
+    }
+
+    pub(crate) fn kind(&self) -> PolicyKind {
+        self.kind
+    }
+
+    /// A new source symbol was sent.
+    pub(crate) fn on_source_sent(&mut self, ctx: &Ctx) {
+        match self.kind {
+            PolicyKind::FixedR(r) => {
+                self.credit += (r - 1.0).max(0.0);
+                self.scope = Scope::Window;
+            }
+            PolicyKind::CtcpBlock { n } => {
+                self.block_count += 1;
+                if self.block_count >= n {
+                    self.block_count = 0;
+                    let p = ctx.loss.min(0.9);
+                    self.credit += n as f64 * (1.0 / (1.0 - p) - 1.0);
+                    self.scope = Scope::Window;
+                }
+            }
+            PolicyKind::Adaptive { beta } => {
+                // Proactive part: the expected loss of this symbol itself, so
+                // that in steady state most losses are repaired before the
+                // receiver even reports them.
+                let p = ctx.loss.min(0.5);
+                self.credit += beta * p / (1.0 - p);
+                if self.credit >= 1.0 {
+                    self.scope = Scope::Window;
+                }
+            }
+            PolicyKind::Von | PolicyKind::Fnc => {}
+        }
+    }
+
+    /// Whether a repair is owed now, and its scope.
+    pub(crate) fn repair_due(&mut self, ctx: &Ctx, now: Instant) -> Option<Scope> {
+        match self.kind {
+            PolicyKind::Von => {
+                if self.real_gap > self.exp_gap {
+                    Some(Scope::Window)
+                } else {
+                    None
+                }
+            }
+            _ => {
+                let _ = (ctx, now);
+                if self.credit >= 1.0 {
+                    Some(self.scope)
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
+    /// A repair was sent.
+    pub(crate) fn on_repair_sent(&mut self, ctx: &Ctx, now: Instant) {
+        match self.kind {
+            PolicyKind::Von => {
+                self.exp_gap += 1;
+                self.von_timers.push_back(now + ctx.srtt + 4 * ctx.rttvar);
+            }
+            PolicyKind::Fnc => {
+                self.fnc_repairs += 1;
+                self.credit = (self.credit - 1.0).max(0.0);
+            }
+            PolicyKind::Adaptive { .. } => {
+                self.credit = (self.credit - 1.0).max(0.0);
+                self.inflight.push_back((
+                    now + ctx.srtt + 4 * ctx.rttvar + Duration::from_millis(1),
+                    1,
+                ));
+            }
+            _ => self.credit = (self.credit - 1.0).max(0.0),
+        }
+    }
+
+    /// An NC_ACK was processed (ctx already updated).
+    pub(crate) fn on_ack(&mut self, ctx: &Ctx, now: Instant) {
+        match self.kind {
+            PolicyKind::Von => {
+                // RealGap generalised to DIFF: equals i_r - i_q under VON's own
+                // coding (every packet covers [i_q, i_s]) and still counts the
+                // lost clear sources in systematic mode.
+                let old = self.real_gap;
+                self.real_gap = ctx.diff as i64;
+                let dec = old - self.real_gap;
+                if dec > 0 {
+                    self.exp_gap -= dec;
+                    for _ in 0..dec {
+                        self.von_timers.pop_front();
+                    }
+                }
+                self.exp_gap = self.exp_gap.max(0);
+            }
+            PolicyKind::Fnc => {
+                if ctx.diff > 0 {
+                    self.diff_streak += 1;
+                } else {
+                    self.diff_streak = 0;
+                    self.last_diff = 0;
+                }
+                if self.diff_streak >= 4 {
+                    let cap = (ctx.loss.max(0.01) * ctx.sent_total as f64).ceil() as u64 + 1;
+                    let mut last = self.last_diff;
+                    if self.t_last.is_none_or(|t| now.duration_since(t) > ctx.srtt) {
+                        last = 0;
+                    }
+                    if ctx.diff > last {
+                        let n = (ctx.diff - last).min(cap.saturating_sub(self.fnc_repairs));
+                        if n > 0 {
+                            self.credit += n as f64;
+                            self.scope = Scope::Prefix(ctx.diff - last);
+                            self.t_last = Some(now);
+                        }
+                    }
+                    self.last_diff = ctx.diff;
+                }
+            }
+            PolicyKind::Adaptive { .. } => {
+                // Reactive part: repairs in flight are those sent less than
+                // RTT + 4 Delta ago; anything DIFF exceeds them by is owed now.
+                while self.inflight.front().is_some_and(|&(t, _)| t <= now) {
+                    self.inflight.pop_front();
+                }
+                let inflight: u64 = self.inflight.iter().map(|x| x.1).sum();
+                let owed = ctx.diff.saturating_sub(inflight) as f64;
+                if owed > self.credit.floor() {
+                    self.credit = owed + self.credit.fract();
+                    self.scope = Scope::UpTo(ctx.max_seq);
+                }
+            }
+            PolicyKind::CtcpBlock { .. } => {
+                // CTCP: extra coded packets when decoding is stuck (DIFF > 0
+                // and nothing in flight for an RTT).
+                if ctx.diff > 0
+                    && self
+                        .t_last
+                        .is_none_or(|t| now.duration_since(t) > ctx.srtt + 4 * ctx.rttvar)
+                {
+                    self.credit += ctx.diff as f64;
+                    self.scope = Scope::Window;
+                    self.t_last = Some(now);
+                }
+            }
+            PolicyKind::FixedR(_) => {}
+        }
+    }
+
+    pub(crate) fn timeout(&self) -> Option<Instant> {
+        match self.kind {
+            PolicyKind::Von => self.von_timers.front().copied(),
+            PolicyKind::Adaptive { .. } => self.inflight.front().map(|x| x.0),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn on_timeout(&mut self, now: Instant) {
+        match self.kind {
+            PolicyKind::Von => {
+                while self.von_timers.front().is_some_and(|&t| t <= now) {
+                    self.von_timers.pop_front();
+                    self.exp_gap = (self.exp_gap - 1).max(0);
+                }
+            }
+            PolicyKind::Adaptive { .. } => {
+                // A repair presumed lost: its DoF is owed again if the last
+                // DIFF still needs it (re-evaluated at the next ACK too).
+                while self.inflight.front().is_some_and(|&(t, _)| t <= now) {
+                    self.inflight.pop_front();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A repair packet was declared lost by the transport.
+    pub(crate) fn on_repair_lost(&mut self, _now: Instant) {
+        match self.kind {
+            PolicyKind::Von if self.von_timers.pop_front().is_some() => {
+                self.exp_gap = (self.exp_gap - 1).max(0);
+            }
+            PolicyKind::Adaptive { .. } => {
+                self.inflight.pop_front();
+            }
+            _ => {}
+        }
+    }
+
+    /// Adaptive: re-derive owed repairs after a timeout from the last DIFF.
+    pub(crate) fn after_timeout(&mut self, ctx: &Ctx) {
+        if matches!(self.kind, PolicyKind::Adaptive { .. }) {
+            let inflight: u64 = self.inflight.iter().map(|x| x.1).sum();
+            let owed = ctx.diff.saturating_sub(inflight) as f64;
+            if owed > self.credit.floor() {
+                self.credit = owed + self.credit.fract();
+                self.scope = Scope::UpTo(ctx.max_seq);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(diff: u64) -> Ctx {
+        Ctx {
+            i_p: 0,
+            i_q: 10,
+            i_r: 10 + diff,
+            max_seq: 20,
+            diff,
+            i_s: 20,
+            srtt: Duration::from_millis(50),
+            rttvar: Duration::from_millis(5),
+            loss: 0.2,
+            sent_total: 1000,
+            repairs_total: 0,
+        }
+    }
+
+    #[test]
+    fn fixed_r_one_repair_per_four_sources() {
+        let t = Instant::now();
+        let mut p = Policy::new(PolicyKind::FixedR(1.25));
+        let c = ctx(0);
+        for _ in 0..3 {
+            p.on_source_sent(&c);
+            assert_eq!(p.repair_due(&c, t), None);
+        }
+        p.on_source_sent(&c);
+        assert_eq!(p.repair_due(&c, t), Some(Scope::Window));
+        p.on_repair_sent(&c, t);
+        assert_eq!(p.repair_due(&c, t), None);
+    }
+
+    #[test]
+    fn ctcp_block_redundancy() {
+        let t = Instant::now();
+        let mut p = Policy::new(PolicyKind::CtcpBlock { n: 32 });
+        let c = ctx(0);
+        for _ in 0..31 {
+            p.on_source_sent(&c);
+        }
+        assert_eq!(p.repair_due(&c, t), None);
+        p.on_source_sent(&c);
+        // N (1/(1-p) - 1) = 32 * 0.25 = 8 repairs.
+        let mut n = 0;
+        while p.repair_due(&c, t).is_some() {
+            p.on_repair_sent(&c, t);
+            n += 1;
+        }
+        assert_eq!(n, 8);
+    }
+
+    #[test]
+    fn von_expgap_realgap_and_timers() {
+        let t = Instant::now();
+        let mut p = Policy::new(PolicyKind::Von);
+        p.on_ack(&ctx(2), t);
+        assert_eq!(p.repair_due(&ctx(2), t), Some(Scope::Window));
+        p.on_repair_sent(&ctx(2), t);
+        p.on_repair_sent(&ctx(2), t);
+        assert_eq!(
+            p.repair_due(&ctx(2), t),
+            None,
+            "ExpGap caught up with RealGap"
+        );
+        // One redundant packet got through: RealGap and ExpGap both drop.
+        p.on_ack(&ctx(1), t + Duration::from_millis(40));
+        assert_eq!(p.repair_due(&ctx(1), t), None);
+        // The other one's RTT + 4 Delta timer expires: ExpGap--, resend.
+        let to = p.timeout().unwrap();
+        assert_eq!(to, t + Duration::from_millis(70));
+        p.on_timeout(to);
+        assert_eq!(p.repair_due(&ctx(1), to), Some(Scope::Window));
+    }
+
+    #[test]
+    fn fnc_fourth_uninterrupted_diff() {
+        let t = Instant::now();
+        let mut p = Policy::new(PolicyKind::Fnc);
+        for k in 0..3 {
+            p.on_ack(&ctx(2), t + Duration::from_millis(k));
+            assert_eq!(p.repair_due(&ctx(2), t), None, "ack {k}");
+        }
+        p.on_ack(&ctx(2), t + Duration::from_millis(3));
+        assert_eq!(p.repair_due(&ctx(2), t), Some(Scope::Prefix(2)));
+        p.on_repair_sent(&ctx(2), t);
+        p.on_repair_sent(&ctx(2), t);
+        assert_eq!(p.repair_due(&ctx(2), t), None);
+        // Within one RTT, same DIFF: nothing; larger DIFF: only the increase.
+        p.on_ack(&ctx(2), t + Duration::from_millis(10));
+        assert_eq!(p.repair_due(&ctx(2), t), None);
+        p.on_ack(&ctx(3), t + Duration::from_millis(11));
+        assert_eq!(p.repair_due(&ctx(3), t), Some(Scope::Prefix(1)));
+        // DIFF back to 0 resets the streak.
+        p.on_repair_sent(&ctx(3), t);
+        p.on_ack(&ctx(0), t + Duration::from_millis(12));
+        p.on_ack(&ctx(1), t + Duration::from_millis(13));
+        assert_eq!(p.repair_due(&ctx(1), t), None);
+    }
+
+    #[test]
+    fn adaptive_owes_diff_minus_inflight() {
+        let t = Instant::now();
+        let mut p = Policy::new(PolicyKind::ADAPTIVE);
+        let mut c = ctx(3);
+        c.loss = 0.0;
+        p.on_ack(&c, t);
+        assert_eq!(p.repair_due(&c, t), Some(Scope::UpTo(20)));
+        for _ in 0..3 {
+            p.on_repair_sent(&c, t);
+        }
+        assert_eq!(p.repair_due(&c, t), None);
+        p.on_ack(&c, t + Duration::from_millis(10));
+        assert_eq!(
+            p.repair_due(&c, t),
+            None,
+            "three repairs in flight cover DIFF = 3"
+        );
+        // They time out unanswered: owed again.
+        let to = p.timeout().unwrap();
+        p.on_timeout(to);
+        p.after_timeout(&c);
+        assert!(p.repair_due(&c, to).is_some());
+        // Proactive part: beta * p / (1 - p) per source.
+        let mut q = Policy::new(PolicyKind::Adaptive { beta: 1.0 });
+        let mut c = ctx(0);
+        c.loss = 0.2;
+        for _ in 0..3 {
+            q.on_source_sent(&c);
+        }
+        assert_eq!(q.repair_due(&c, t), None);
+        q.on_source_sent(&c);
+        assert_eq!(q.repair_due(&c, t), Some(Scope::Window));
+    }
+}

@@ -1,0 +1,119 @@
+//! Sans-IO network-coding receiver.
+
+use std::time::Instant;
+
+use crate::codec::{Arrival, Decoder, DecoderStats};
+use crate::error::Result;
+use crate::frames::{AckFrame, Frame, RepairFrame};
+
+/// A source symbol recovered by decoding (never received in clear).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecoveredSymbol {
+    /// Absolute source symbol index.
+    pub index: u64,
+    /// Exact payload (the bytes of the STREAM frames originally sent).
+    pub payload: Vec<u8>,
+}
+
+/// Sans-IO NC receiver: turns arrivals into recovered symbols and NC_ACK
+/// contents.
+#[derive(Debug)]
+pub struct NcReceiver {
+    dec: Decoder,
+    repair_seq_end: u64,
+    ack_pending: bool,
+    last_arrival: Option<Instant>,
+}
+
+impl NcReceiver {
+    /// New receiver for the negotiated window and symbol size.
+    pub fn new(max_window: usize, max_symbol_size: usize) -> NcReceiver {
+        NcReceiver {
+            dec: Decoder::new(max_window, max_symbol_size),
+            repair_seq_end: 0,
+            ack_pending: false,
+            last_arrival: None,
+        }
+    }
+
+    /// The underlying decoder (I_p, I_q, I_r, rank, DIFF, stats).
+    pub fn decoder(&self) -> &Decoder {
+        &self.dec
+    }
+
+    /// Decoder counters.
+    pub fn stats(&self) -> DecoderStats {
+        self.dec.stats()
+    }
+
+    /// A packet carried SOURCE_SYMBOL_ID(`index`) and `payload` (the rest of
+    /// its frames, serialized). The application processes the payload
+    /// itself; it is kept only to decode other symbols.
+    pub fn on_source(&mut self, index: u64, payload: &[u8], now: Instant) -> Result<Arrival> {
+        self.last_arrival = Some(now);
+        self.ack_pending = true;
+        self.dec.add_source(index, payload)
+    }
+
+    /// A REPAIR frame arrived.
+    pub fn on_repair(&mut self, f: &RepairFrame, now: Instant) -> Result<Arrival> {
+        self.last_arrival = Some(now);
+        self.ack_pending = true;
+        let a = self.dec.add_repair(f.first, f.count, &f.coefs, &f.data)?;
+        self.repair_seq_end = self.repair_seq_end.max(f.repair_seq.saturating_add(1));
+        Ok(a)
+    }
+
+    /// An NC_WINDOW frame arrived.
+    pub fn on_window(&mut self, abandon_below: u64, now: Instant) -> Result<()> {
+        self.last_arrival = Some(now);
+        self.ack_pending = true;
+        self.dec.abandon_below(abandon_below)
+    }
+
+    /// Dispatch a parsed receiver-side frame (REPAIR or NC_WINDOW; a
+    /// SOURCE_SYMBOL_ID needs its payload: use [`NcReceiver::on_source`]).
+    /// Other frames are ignored and return `Ok(None)`.
+    pub fn on_frame(&mut self, f: &Frame, now: Instant) -> Result<Option<Arrival>> {
+        match f {
+            Frame::Repair(r) => self.on_repair(r, now).map(Some),
+            Frame::Window { abandon_below } => self.on_window(*abandon_below, now).map(|_| None),
+            _ => Ok(None),
+        }
+    }
+
+    /// Next recovered symbol, as soon as decodable.
+    pub fn poll_recovered(&mut self) -> Option<RecoveredSymbol> {
+        self.dec
+            .pop_recovered()
+            .map(|(index, payload)| RecoveredSymbol { index, payload })
+    }
+
+    /// Whether state changed since the last ACK was produced.
+    pub fn wants_ack(&self) -> bool {
+        self.ack_pending
+    }
+
+    /// Current NC_ACK contents (clears the pending flag).
+    pub fn ack(&mut self) -> AckFrame {
+        self.ack_pending = false;
+        let d = &self.dec;
+        let s = d.stats();
+        AckFrame {
+            i_p: d.i_p(),
+            i_q: d.i_q(),
+            i_r: d.i_r(),
+            max_seq: d.max_seq(),
+            diff: d.diff(),
+            rx_source: s.source_received,
+            rx_repair: s.repair_received,
+            repair_seq_end: self.repair_seq_end,
+        }
+    }
+
+    /// Append an encoded NC_ACK frame to `out` (clears the pending flag).
+    pub fn write_ack(&mut self, out: &mut Vec<u8>) {
+        let a = self.ack();
+        Frame::Ack(a).encode(out);
+    }
+}

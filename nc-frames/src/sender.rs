@@ -1,0 +1,579 @@
+//! Sans-IO network-coding sender.
+//!
+//! Integration contract (see also `docs/protocol.md`):
+//! 1. at each send opportunity call [`NcSender::poll_transmit`]; it says
+//!    whether the packet should carry a repair symbol;
+//! 2. for new data: systematic mode — [`NcSender::on_source_sent`] returns
+//!    the index for the SOURCE_SYMBOL_ID frame and the payload is sent in
+//!    clear; fully coded mode — call [`NcSender::on_source_sent`] and then
+//!    [`NcSender::write_repair`] to get the coded REPAIR frame for the packet;
+//! 3. for repairs call [`NcSender::write_repair`] with the byte budget;
+//! 4. feed NC_ACK frames to [`NcSender::on_ack`], drive the timer with
+//!    [`NcSender::timeout`] / [`NcSender::on_timeout`], and drain
+//!    [`NcSender::poll_event`] and [`NcSender::poll_window_frame`].
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::codec::Encoder;
+use crate::coeffs::{Coefficients, DT_MAX};
+use crate::error::{Error, Result};
+use crate::frames::{repair_overhead, AckFrame, Frame, RepairFrame};
+use crate::policy::{Ctx, Policy, PolicyKind, Scope};
+
+/// Coding mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Sources in clear plus repair symbols.
+    Systematic,
+    /// Every transmission is a random combination of the window.
+    FullyCoded,
+}
+
+/// Sender configuration.
+#[derive(Clone, Debug)]
+pub struct SenderConfig {
+    /// Coding mode.
+    pub mode: Mode,
+    /// Redundancy policy.
+    pub policy: PolicyKind,
+    /// Negotiated maximum window (symbols between the peer's I_p and i_s).
+    pub max_window: usize,
+    /// Negotiated maximum symbol payload size.
+    pub max_symbol_size: usize,
+    /// RFC 8681 density threshold for seeded coefficients (15 = dense).
+    pub density: u8,
+    /// Initial RTT before any sample.
+    pub initial_rtt: Duration,
+    /// A symbol still undecoded this long after it was first sent is given
+    /// up (reported [`SenderEvent::Lost`]) so the application retransmits it.
+    pub abandon_after: Duration,
+}
+
+impl Default for SenderConfig {
+    fn default() -> Self {
+        SenderConfig {
+            mode: Mode::Systematic,
+            policy: PolicyKind::ADAPTIVE,
+            max_window: 64,
+            max_symbol_size: 1500,
+            density: DT_MAX,
+            initial_rtt: Duration::from_millis(100),
+            abandon_after: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What the next packet should carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transmit {
+    /// New source data (if the application has any and [`NcSender::can_send_source`]).
+    NewData,
+    /// A repair symbol: call [`NcSender::write_repair`].
+    Repair,
+}
+
+/// Notifications for the application.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SenderEvent {
+    /// The peer has seen every symbol below this index.
+    Seen(u64),
+    /// The peer has decoded every symbol below this index (their data needs
+    /// no retransmission).
+    Decoded(u64),
+    /// Symbol given up: its data must be retransmitted by other means.
+    Lost(u64),
+}
+
+/// Sender counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    /// Source symbols sent.
+    pub sources: u64,
+    /// Repair symbols sent (in fully coded mode: the extra ones only).
+    pub repairs: u64,
+    /// Coded transmissions carrying new data (fully coded mode).
+    pub coded_new: u64,
+    /// Stall probes sent.
+    pub probes: u64,
+    /// Symbols given up.
+    pub abandoned: u64,
+}
+
+/// Sans-IO NC sender.
+#[derive(Debug)]
+pub struct NcSender {
+    cfg: SenderConfig,
+    enc: Encoder,
+    policy: Policy,
+    ctx: Ctx,
+    send_times: VecDeque<Instant>, // send time of symbols [times_base, i_s)
+    acked_clear: VecDeque<bool>,   // transport-acked in clear, same range
+    times_base: u64,
+    srtt: Option<Duration>,
+    rttvar: Duration,
+    repair_seq: u64,
+    pending_coded_new: bool,
+    events: VecDeque<SenderEvent>,
+    last_seen_ev: u64,
+    last_decoded_ev: u64,
+    abandon_point: u64,
+    window_frame_due: Option<Instant>,
+    last_progress: Instant,
+    probe_backoff: u32,
+    probe_burst: u64,
+    repair_times: VecDeque<(u64, Instant)>,
+    repair_acked_end: u64,
+    loss_prev: (u64, u64),
+    stats: SenderStats,
+}
+
+impl NcSender {
+    /// New sender.
+    pub fn new(cfg: SenderConfig, now: Instant) -> NcSender {
+        let enc = Encoder::new(cfg.max_window, cfg.max_symbol_size);
+        let policy = Policy::new(cfg.policy);
+        let rtt = cfg.initial_rtt;
+        NcSender {
+            enc,
+            policy,
+            ctx: Ctx {
+                srtt: rtt,
+                rttvar: rtt / 2,
+                ..Ctx::default()
+            },
+            send_times: VecDeque::new(),
+            acked_clear: VecDeque::new(),
+            times_base: 0,
+            srtt: None,
+            rttvar: rtt / 2,
+            repair_seq: 0,
+            pending_coded_new: false,
+            events: VecDeque::new(),
+            last_seen_ev: 0,
+            last_decoded_ev: 0,
+            abandon_point: 0,
+            window_frame_due: None,
+            last_progress: now,
+            probe_backoff: 0,
+            probe_burst: 0,
+            repair_times: VecDeque::new(),
+            repair_acked_end: 0,
+            loss_prev: (0, 0),
+            stats: SenderStats::default(),
+            cfg,
+        }
+    }
+
+    /// Configuration in use.
+    pub fn config(&self) -> &SenderConfig {
+        &self.cfg
+    }
+    /// Counters.
+    pub fn stats(&self) -> SenderStats {
+        self.stats
+    }
+    /// Index the next source symbol gets (i_s).
+    pub fn next_index(&self) -> u64 {
+        self.enc.next_index()
+    }
+    /// Start of the coding window (first symbol the peer has not seen).
+    pub fn window_start(&self) -> u64 {
+        self.enc.window_start()
+    }
+    /// Symbols in the coding window.
+    pub fn window_len(&self) -> usize {
+        self.enc.len()
+    }
+    /// Current loss-rate estimate.
+    pub fn loss_estimate(&self) -> f64 {
+        self.ctx.loss
+    }
+    /// Smoothed RTT in use.
+    pub fn srtt(&self) -> Duration {
+        self.ctx.srtt
+    }
+    /// Peer's state from the latest NC_ACK (I_p, I_q, I_r, MAX_SEQ, DIFF).
+    pub fn peer_state(&self) -> (u64, u64, u64, u64, u64) {
+        (
+            self.ctx.i_p,
+            self.ctx.i_q,
+            self.ctx.i_r,
+            self.ctx.max_seq,
+            self.ctx.diff,
+        )
+    }
+
+    /// Override the RTT estimate with the transport's (e.g. quiche's
+    /// smoothed RTT and RTT variation).
+    pub fn set_rtt(&mut self, srtt: Duration, rttvar: Duration) {
+        self.srtt = Some(srtt);
+        self.rttvar = rttvar;
+        self.ctx.srtt = srtt;
+        self.ctx.rttvar = rttvar;
+    }
+
+    /// Whether a new source symbol may be sent now: room in the coding
+    /// window and below the peer's decoding limit (acked I_p + max_window).
+    pub fn can_send_source(&self) -> bool {
+        self.enc.has_room() && self.enc.next_index() < self.ctx.i_p + self.cfg.max_window as u64
+    }
+
+    /// Decide what the next packet carries. `has_new_data`: whether the
+    /// application has data waiting.
+    pub fn poll_transmit(&mut self, has_new_data: bool, now: Instant) -> Option<Transmit> {
+        self.refresh_ctx();
+        if self.enc.is_empty() {
+            return if has_new_data && self.can_send_source() {
+                Some(Transmit::NewData)
+            } else {
+                None
+            };
+        }
+        if self.policy.repair_due(&self.ctx, now).is_some() {
+            return Some(Transmit::Repair);
+        }
+        if self.probe_burst > 0 {
+            self.probe_burst -= 1;
+            self.stats.probes += 1;
+            return Some(Transmit::Repair);
+        }
+        if has_new_data && self.can_send_source() {
+            return Some(Transmit::NewData);
+        }
+        // Stalled (window full or no data) with unseen symbols: probe after a
+        // backed-off RTO so that every policy eventually completes.
+        if now.duration_since(self.last_progress) >= self.probe_wait() {
+            self.probe_backoff += 1;
+            self.last_progress = now;
+            self.stats.probes += 1;
+            // One probe per missing degree of freedom the peer last reported.
+            self.probe_burst = self
+                .ctx
+                .diff
+                .saturating_sub(1)
+                .min(self.cfg.max_window as u64);
+            return Some(Transmit::Repair);
+        }
+        None
+    }
+
+    /// Register a source symbol about to be sent now. Returns its index
+    /// (systematic mode: put it in SOURCE_SYMBOL_ID; fully coded mode: then
+    /// call [`NcSender::write_repair`] for this packet's coded frame).
+    pub fn on_source_sent(&mut self, payload: &[u8], now: Instant) -> Result<u64> {
+        if !self.can_send_source() {
+            return Err(Error::WindowFull);
+        }
+        let idx = self.enc.push(payload)?;
+        if self.send_times.is_empty() {
+            self.times_base = idx;
+        }
+        self.send_times.push_back(now);
+        self.acked_clear.push_back(false);
+        self.stats.sources += 1;
+        self.ctx.sent_total += 1;
+        self.ctx.i_s = self.enc.next_index();
+        if self.cfg.mode == Mode::FullyCoded {
+            self.pending_coded_new = true;
+        }
+        self.policy.on_source_sent(&self.ctx);
+        Ok(idx)
+    }
+
+    /// Produce a REPAIR frame (type included) of at most `budget` bytes, or
+    /// `None` if nothing to code or the budget is too small. Returns the
+    /// repair sequence number (for [`NcSender::on_repair_lost`]) and bytes.
+    /// A budget of `max_symbol_size + 2 + frames::REPAIR_OVERHEAD_MAX` always
+    /// fits; smaller budgets shrink a repair's window from its end (never
+    /// for the coded new-data frame of fully coded mode).
+    pub fn write_repair(&mut self, budget: usize, now: Instant) -> Option<(u64, Vec<u8>)> {
+        self.refresh_ctx();
+        if self.enc.is_empty() {
+            return None;
+        }
+        let ws = self.enc.window_start();
+        let end = self.enc.next_index();
+        let coded_new = std::mem::take(&mut self.pending_coded_new);
+        let scope = if coded_new {
+            Scope::Window
+        } else {
+            self.policy
+                .repair_due(&self.ctx, now)
+                .unwrap_or(Scope::Window)
+        };
+        let mut last = match scope {
+            Scope::Window => end,
+            Scope::Prefix(n) => ws.saturating_add(n.max(1)).min(end),
+            Scope::UpTo(e) => e.clamp(ws + 1, end),
+        };
+        // Shrink the window until the frame fits the budget.
+        let seq = self.repair_seq;
+        let coefs = Coefficients::Seeded {
+            repair_key: seq as u16,
+            dt: self.cfg.density,
+        };
+        loop {
+            let count = last - ws;
+            let maxlen = (ws..last)
+                .filter_map(|i| self.enc.payload(i))
+                .map(|p| p.len() + 2)
+                .max()
+                .unwrap_or(2);
+            if repair_overhead(seq, ws, count, &coefs, maxlen) + maxlen <= budget {
+                break;
+            }
+            if count <= 1 || coded_new {
+                // A coded new-data frame must include the new symbol: never
+                // shrink it into a redundant one; let the caller retry with a
+                // larger budget (>= max symbol size + REPAIR_OVERHEAD_MAX).
+                self.pending_coded_new = coded_new;
+                return None;
+            }
+            last -= 1;
+        }
+        let mut data = Vec::new();
+        self.enc
+            .encode(ws, (last - ws) as usize, &coefs, &mut data)
+            .ok()?;
+        let f = Frame::Repair(RepairFrame {
+            repair_seq: seq,
+            first: ws,
+            count: last - ws,
+            coefs,
+            data,
+        });
+        let mut out = Vec::new();
+        f.encode(&mut out);
+        self.repair_times.push_back((seq, now));
+        if self.repair_times.len() > 4 * self.cfg.max_window + 64 {
+            self.repair_times.pop_front();
+        }
+        self.repair_seq += 1;
+        if coded_new {
+            self.stats.coded_new += 1;
+        } else {
+            self.stats.repairs += 1;
+            self.ctx.sent_total += 1;
+            self.ctx.repairs_total += 1;
+            self.policy.on_repair_sent(&self.ctx, now);
+        }
+        Some((seq, out))
+    }
+
+    /// Process an NC_ACK from the peer.
+    pub fn on_ack(&mut self, ack: &AckFrame, now: Instant) -> Result<()> {
+        if ack.max_seq > self.enc.next_index() || ack.repair_seq_end > self.repair_seq {
+            return Err(Error::Malformed("NC_ACK acknowledges unsent symbols"));
+        }
+        if ack.i_p < self.ctx.i_p || ack.i_q < self.ctx.i_q {
+            // Reordered, older ACK: ignore.
+            return Ok(());
+        }
+        // RTT sample (TCP/NC-style matching): the newest sensed source and
+        // the newest received repair give candidate send times; the most
+        // recent one is the packet that triggered this ACK. A source first
+        // sensed through a later repair would inflate the sample, so the
+        // smaller candidate wins.
+        let mut sample: Option<Duration> = None;
+        if ack.max_seq > self.ctx.max_seq && ack.max_seq > 0 {
+            sample = self
+                .send_time(ack.max_seq - 1)
+                .map(|t| now.duration_since(t));
+        }
+        if ack.repair_seq_end > self.repair_acked_end {
+            self.repair_acked_end = ack.repair_seq_end;
+            while self
+                .repair_times
+                .front()
+                .is_some_and(|x| x.0 + 1 < ack.repair_seq_end)
+            {
+                self.repair_times.pop_front();
+            }
+            if let Some(&(sq, t)) = self.repair_times.front() {
+                if sq + 1 == ack.repair_seq_end {
+                    let d = now.duration_since(t);
+                    sample = Some(sample.map_or(d, |x| x.min(d)));
+                }
+            }
+        }
+        if let Some(d) = sample {
+            self.rtt_sample(d);
+        }
+        if ack.i_q > self.ctx.i_q || ack.i_p > self.ctx.i_p || ack.diff < self.ctx.diff {
+            self.last_progress = now;
+            self.probe_backoff = 0;
+        }
+        // Loss estimate from cumulative counters.
+        let sent_cov = if self.cfg.mode == Mode::Systematic {
+            ack.max_seq
+        } else {
+            0
+        } + ack.repair_seq_end;
+        let recv = ack.rx_source + ack.rx_repair;
+        let (ps, pr) = self.loss_prev;
+        if sent_cov >= ps + 16 && recv >= pr {
+            let ds = (sent_cov - ps) as f64;
+            let dr = (recv - pr) as f64;
+            let sample = (1.0 - dr / ds).clamp(0.0, 0.95);
+            self.ctx.loss = 0.8 * self.ctx.loss + 0.2 * sample;
+            self.loss_prev = (sent_cov, recv);
+        }
+        self.ctx.i_p = ack.i_p;
+        self.ctx.i_q = ack.i_q;
+        self.ctx.i_r = ack.i_r;
+        self.ctx.max_seq = ack.max_seq;
+        self.ctx.diff = ack.diff;
+        self.enc.slide_to(ack.i_q.max(self.abandon_point));
+        while self.times_base < ack.i_p && !self.send_times.is_empty() {
+            self.send_times.pop_front();
+            self.acked_clear.pop_front();
+            self.times_base += 1;
+        }
+        if ack.i_q > self.last_seen_ev {
+            self.last_seen_ev = ack.i_q;
+            self.events.push_back(SenderEvent::Seen(ack.i_q));
+        }
+        if ack.i_p > self.last_decoded_ev {
+            self.last_decoded_ev = ack.i_p;
+            self.events.push_back(SenderEvent::Decoded(ack.i_p));
+        }
+        if ack.i_p >= self.abandon_point {
+            self.window_frame_due = None;
+        }
+        self.refresh_ctx();
+        self.policy.on_ack(&self.ctx, now);
+        Ok(())
+    }
+
+    /// Transport-level acknowledgement of the packet carrying source `index`
+    /// (systematic mode): the peer has that symbol, so it is never reported
+    /// [`SenderEvent::Lost`]. The peer's NC_ACK remains authoritative for
+    /// seen/decoded progress.
+    pub fn on_source_acked(&mut self, index: u64, _now: Instant) {
+        if let Some(off) = index.checked_sub(self.times_base) {
+            if let Some(a) = self.acked_clear.get_mut(off as usize) {
+                *a = true;
+            }
+        }
+    }
+
+    /// Transport-level loss of the packet carrying source `index`. The data
+    /// must NOT be retransmitted as is: the coding layer repairs it.
+    pub fn on_source_lost(&mut self, _index: u64, _now: Instant) {}
+
+    /// Transport-level loss of the packet carrying repair `seq` (a faster
+    /// signal than the policies' own `RTT + 4 Delta` timers: VON lowers
+    /// ExpGap, the adaptive policy owes the repair again).
+    pub fn on_repair_lost(&mut self, _seq: u64, now: Instant) {
+        self.policy.on_repair_lost(now);
+        self.refresh_ctx();
+        self.policy.after_timeout(&self.ctx);
+    }
+
+    /// Next notification, if any.
+    pub fn poll_event(&mut self) -> Option<SenderEvent> {
+        self.events.pop_front()
+    }
+
+    /// An NC_WINDOW frame to send (after abandoning symbols), repeated once
+    /// per RTT until the peer's I_p passes the abandon point.
+    pub fn poll_window_frame(&mut self, now: Instant) -> Option<Vec<u8>> {
+        let due = self.window_frame_due?;
+        if now < due {
+            return None;
+        }
+        self.window_frame_due = Some(now + self.ctx.srtt.max(Duration::from_millis(1)));
+        let mut v = Vec::new();
+        Frame::Window {
+            abandon_below: self.abandon_point,
+        }
+        .encode(&mut v);
+        Some(v)
+    }
+
+    /// Earliest time [`NcSender::on_timeout`] must be called. This includes
+    /// the stall-probe deadline: after `on_timeout` the integration should
+    /// treat the moment as a send opportunity ([`NcSender::poll_transmit`]).
+    pub fn timeout(&self) -> Option<Instant> {
+        let abandon = self.send_times.front().map(|&t| t + self.cfg.abandon_after);
+        let probe = if !self.enc.is_empty() {
+            Some(self.last_progress + self.probe_wait())
+        } else {
+            None
+        };
+        [self.policy.timeout(), abandon, self.window_frame_due, probe]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    fn probe_wait(&self) -> Duration {
+        let rto = (self.ctx.srtt + 4 * self.ctx.rttvar).max(Duration::from_millis(10));
+        (rto * (1u32 << self.probe_backoff.min(4))).min(rto.max(Duration::from_secs(2)))
+    }
+
+    /// Handle expired timers.
+    pub fn on_timeout(&mut self, now: Instant) {
+        self.policy.on_timeout(now);
+        self.refresh_ctx();
+        self.policy.after_timeout(&self.ctx);
+        // Abandon symbols undecoded for too long.
+        let mut new_point = self.abandon_point;
+        for (i, &t) in (self.times_base..).zip(&self.send_times) {
+            if now.duration_since(t) >= self.cfg.abandon_after && i >= self.ctx.i_p {
+                new_point = i + 1;
+            }
+        }
+        if new_point > self.abandon_point {
+            for idx in self.abandon_point.max(self.ctx.i_p)..new_point {
+                let acked = idx
+                    .checked_sub(self.times_base)
+                    .and_then(|o| self.acked_clear.get(o as usize).copied())
+                    .unwrap_or(false);
+                if !acked {
+                    self.events.push_back(SenderEvent::Lost(idx));
+                    self.stats.abandoned += 1;
+                }
+            }
+            self.abandon_point = new_point;
+            self.enc.slide_to(new_point);
+            while self.times_base < new_point && !self.send_times.is_empty() {
+                self.send_times.pop_front();
+                self.acked_clear.pop_front();
+                self.times_base += 1;
+            }
+            self.window_frame_due = Some(now);
+        }
+    }
+
+    fn send_time(&self, idx: u64) -> Option<Instant> {
+        let off = idx.checked_sub(self.times_base)?;
+        self.send_times.get(off as usize).copied()
+    }
+
+    fn rtt_sample(&mut self, s: Duration) {
+        match self.srtt {
+            None => {
+                self.srtt = Some(s);
+                self.rttvar = s / 2;
+            }
+            Some(srtt) => {
+                let d = srtt.abs_diff(s);
+                self.rttvar = (self.rttvar * 3 + d) / 4;
+                self.srtt = Some((srtt * 7 + s) / 8);
+            }
+        }
+        self.ctx.srtt = self.srtt.unwrap_or(self.cfg.initial_rtt);
+        self.ctx.rttvar = self.rttvar;
+    }
+
+    fn refresh_ctx(&mut self) {
+        self.ctx.i_s = self.enc.next_index();
+    }
+
+    /// The active policy kind.
+    pub fn policy(&self) -> PolicyKind {
+        self.policy.kind()
+    }
+}

@@ -1,0 +1,329 @@
+//! Deterministic virtual-time channel simulation of [`NcSender`] +
+//! [`NcReceiver`] (used by the channel tests and the tables in
+//! `docs/coding.md`). Frames are encoded and re-parsed on every hop.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::time::{Duration, Instant};
+
+use crate::frames::Frame;
+use crate::policy::PolicyKind;
+use crate::receiver::NcReceiver;
+use crate::sender::{Mode, NcSender, SenderConfig, Transmit};
+use crate::testrng::Rng;
+
+/// Packet-erasure model of the forward path.
+#[derive(Clone, Copy, Debug)]
+pub enum Channel {
+    /// Independent losses with probability `p`.
+    Bernoulli(f64),
+    /// Two-state Gilbert–Elliott: no loss in Good, loss in Bad; stationary
+    /// loss `p`, mean burst length `burst` time slots (the chain advances
+    /// once per send opportunity, so an idle sender does not freeze it).
+    GilbertElliott {
+        /// Stationary loss rate.
+        p: f64,
+        /// Mean number of consecutive losses.
+        burst: f64,
+    },
+}
+
+/// Simulation parameters.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Source symbols to deliver.
+    pub symbols: u64,
+    /// Coding mode.
+    pub mode: Mode,
+    /// Redundancy policy.
+    pub policy: PolicyKind,
+    /// Negotiated window.
+    pub window: usize,
+    /// Forward channel.
+    pub channel: Channel,
+    /// One-way delay (both directions).
+    pub one_way: Duration,
+    /// Time between send opportunities.
+    pub interval: Duration,
+    /// Extra per-packet delay, uniform in `[0, jitter]`, on both paths
+    /// (packets and ACKs get reordered when it exceeds the send interval).
+    pub jitter: Duration,
+    /// Optional 100 % loss outage (start, length) on both paths.
+    pub outage: Option<(Duration, Duration)>,
+    /// RNG seed.
+    pub seed: u64,
+    /// Maximum symbol size.
+    pub max_symbol: usize,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            symbols: 10_000,
+            mode: Mode::Systematic,
+            policy: PolicyKind::ADAPTIVE,
+            window: 64,
+            channel: Channel::Bernoulli(0.05),
+            one_way: Duration::from_millis(25),
+            interval: Duration::from_millis(1),
+            jitter: Duration::ZERO,
+            outage: None,
+            seed: 1,
+            max_symbol: 1200,
+        }
+    }
+}
+
+/// Simulation outcome.
+#[derive(Clone, Debug, Default)]
+pub struct SimResult {
+    /// Source symbols sent.
+    pub sources: u64,
+    /// Repair symbols sent beyond the one-per-source coded transmissions.
+    pub repairs: u64,
+    /// repairs / sources.
+    pub overhead: f64,
+    /// Mean in-order delivery delay (ms) from first send.
+    pub mean_delay_ms: f64,
+    /// 99th percentile in-order delivery delay (ms).
+    pub p99_delay_ms: f64,
+    /// Maximum in-order delivery delay (ms).
+    pub max_delay_ms: f64,
+    /// Largest coding window observed.
+    pub max_window_seen: usize,
+    /// Virtual duration of the run (ms).
+    pub duration_ms: f64,
+}
+
+/// Deterministic payload of symbol `idx` (length 1..=max).
+pub fn payload_of(idx: u64, max: usize) -> Vec<u8> {
+    let mut r = Rng::new(idx.wrapping_mul(0x2545_F491_4F6C_DD1D));
+    let len = 1 + r.below(max as u64) as usize;
+    let mut v = vec![0u8; len];
+    r.fill(&mut v);
+    v
+}
+
+/// A delay line that releases items in order of their due time (ties in
+/// insertion order), so jitter reorders packets.
+struct Delay<T> {
+    heap: BinaryHeap<Reverse<(Instant, u64)>>,
+    items: HashMap<u64, T>,
+    seq: u64,
+}
+
+impl<T> Default for Delay<T> {
+    fn default() -> Self {
+        Delay {
+            heap: BinaryHeap::new(),
+            items: HashMap::new(),
+            seq: 0,
+        }
+    }
+}
+
+impl<T> Delay<T> {
+    fn push(&mut self, due: Instant, item: T) {
+        self.heap.push(Reverse((due, self.seq)));
+        self.items.insert(self.seq, item);
+        self.seq += 1;
+    }
+    fn pop_due(&mut self, now: Instant) -> Option<T> {
+        let Reverse((due, id)) = *self.heap.peek()?;
+        if due > now {
+            return None;
+        }
+        self.heap.pop();
+        self.items.remove(&id)
+    }
+}
+
+enum Pkt {
+    Source(Vec<u8>),
+    Repair(Vec<u8>),
+}
+
+/// Run one simulation; `Err` describes the first violated property
+/// (delivery exactly once and byte-identical, seen count == rank, window
+/// bound, no protocol error, completion).
+pub fn run(cfg: &SimConfig) -> Result<SimResult, String> {
+    let t0 = Instant::now();
+    let n = cfg.symbols;
+    let mut rng = Rng::new(cfg.seed);
+    let scfg = SenderConfig {
+        mode: cfg.mode,
+        policy: cfg.policy,
+        max_window: cfg.window,
+        max_symbol_size: cfg.max_symbol,
+        initial_rtt: cfg.one_way * 2,
+        abandon_after: Duration::from_secs(3600),
+        ..SenderConfig::default()
+    };
+    let mut tx = NcSender::new(scfg, t0);
+    let mut rx = NcReceiver::new(cfg.window, cfg.max_symbol);
+    let mut fwd: Delay<Pkt> = Delay::default();
+    let mut back: Delay<Vec<u8>> = Delay::default();
+    let mut jrng = Rng::new(cfg.seed ^ 0x6a09_e667);
+    let mut jitter = move || {
+        let j = cfg.jitter.as_nanos() as u64;
+        Duration::from_nanos(if j == 0 { 0 } else { jrng.below(j + 1) })
+    };
+    let mut sent_at: Vec<Instant> = Vec::with_capacity(n as usize);
+    let mut decoded_at: Vec<Option<Instant>> = vec![None; n as usize];
+    let mut ge_bad = false;
+    let mut res = SimResult::default();
+    let mut now = t0;
+    let deadline = t0 + cfg.interval * (n as u32).saturating_mul(20) + Duration::from_secs(60);
+    let budget = cfg.max_symbol + 64;
+    let mut tick: u64 = 0;
+    let in_outage = |t: Instant| {
+        cfg.outage
+            .is_some_and(|(s, l)| t >= t0 + s && t < t0 + s + l)
+    };
+
+    while rx.decoder().i_p() < n {
+        if now > deadline {
+            return Err(format!(
+                "did not complete: I_p = {} of {n}",
+                rx.decoder().i_p()
+            ));
+        }
+        // 1. Forward arrivals.
+        while let Some(p) = fwd.pop_due(now) {
+            match p {
+                Pkt::Source(bytes) => {
+                    let (f, used) = Frame::parse(&bytes).map_err(|e| format!("parse: {e}"))?;
+                    let Frame::SourceSymbolId { index } = f else {
+                        return Err("bad frame".into());
+                    };
+                    let payload = &bytes[used..];
+                    if payload != payload_of(index, cfg.max_symbol).as_slice() {
+                        return Err(format!("clear payload {index} corrupted"));
+                    }
+                    let a = rx
+                        .on_source(index, payload, now)
+                        .map_err(|e| format!("rx source: {e}"))?;
+                    if !a.stale && index < n && decoded_at[index as usize].is_none() {
+                        decoded_at[index as usize] = Some(now);
+                    }
+                }
+                Pkt::Repair(bytes) => {
+                    let (f, _) = Frame::parse(&bytes).map_err(|e| format!("parse: {e}"))?;
+                    rx.on_frame(&f, now)
+                        .map_err(|e| format!("rx repair: {e}"))?;
+                }
+            }
+            while let Some(r) = rx.poll_recovered() {
+                let i = r.index as usize;
+                if i >= n as usize || decoded_at[i].is_some() {
+                    return Err(format!("symbol {i} delivered twice"));
+                }
+                if r.payload != payload_of(r.index, cfg.max_symbol) {
+                    return Err(format!("recovered payload {i} differs"));
+                }
+                decoded_at[i] = Some(now);
+            }
+            let mut ack = Vec::new();
+            rx.write_ack(&mut ack);
+            if !in_outage(now) {
+                back.push(now + cfg.one_way + jitter(), ack);
+            }
+        }
+        // 2. ACKs.
+        while let Some(bytes) = back.pop_due(now) {
+            let (f, _) = Frame::parse(&bytes).map_err(|e| format!("ack parse: {e}"))?;
+            if let Frame::Ack(a) = f {
+                tx.on_ack(&a, now).map_err(|e| format!("on_ack: {e}"))?;
+            }
+        }
+        while tx.poll_event().is_some() {}
+        // 3. Timers.
+        if tx.timeout().is_some_and(|t| t <= now) {
+            tx.on_timeout(now);
+        }
+        // 4. Send opportunity.
+        let has_data = (sent_at.len() as u64) < n;
+        let pkt = match tx.poll_transmit(has_data, now) {
+            Some(Transmit::NewData) => {
+                let idx = sent_at.len() as u64;
+                let p = payload_of(idx, cfg.max_symbol);
+                let got = tx
+                    .on_source_sent(&p, now)
+                    .map_err(|e| format!("send: {e}"))?;
+                if got != idx {
+                    return Err("index mismatch".into());
+                }
+                sent_at.push(now);
+                match cfg.mode {
+                    Mode::Systematic => {
+                        let mut b = Vec::new();
+                        Frame::SourceSymbolId { index: idx }.encode(&mut b);
+                        b.extend_from_slice(&p);
+                        Some(Pkt::Source(b))
+                    }
+                    Mode::FullyCoded => tx.write_repair(budget, now).map(|x| Pkt::Repair(x.1)),
+                }
+            }
+            Some(Transmit::Repair) => tx.write_repair(budget, now).map(|x| Pkt::Repair(x.1)),
+            None => None,
+        };
+        res.max_window_seen = res.max_window_seen.max(tx.window_len());
+        if tx.window_len() > cfg.window || tx.next_index() > tx.peer_state().0 + cfg.window as u64 {
+            return Err("window limit exceeded".into());
+        }
+        // The Gilbert-Elliott chain evolves once per time slot (time-correlated
+        // fading), whether or not a packet is sent in it.
+        if let Channel::GilbertElliott { p, burst } = cfg.channel {
+            let p_bg = 1.0 / burst.max(1.0);
+            let p_gb = if p >= 1.0 { 1.0 } else { p * p_bg / (1.0 - p) };
+            ge_bad = if ge_bad {
+                rng.unit() >= p_bg
+            } else {
+                rng.unit() < p_gb
+            };
+        }
+        if let Some(p) = pkt {
+            let lost = in_outage(now)
+                || match cfg.channel {
+                    Channel::Bernoulli(p) => rng.unit() < p,
+                    Channel::GilbertElliott { .. } => ge_bad,
+                };
+            if !lost {
+                fwd.push(now + cfg.one_way + jitter(), p);
+            }
+        }
+        // 5. Invariants, sampled.
+        tick += 1;
+        if tick.is_multiple_of(997) {
+            let d = rx.decoder();
+            if d.stats().innovative != d.i_p() + d.rank() {
+                return Err(format!(
+                    "seen count {} != rank {}",
+                    d.stats().innovative,
+                    d.i_p() + d.rank()
+                ));
+            }
+            if tick.is_multiple_of(997 * 8) {
+                d.check_invariants();
+            }
+        }
+        now += cfg.interval;
+    }
+    let st = tx.stats();
+    res.sources = st.sources;
+    res.repairs = st.repairs;
+    res.overhead = st.repairs as f64 / st.sources.max(1) as f64;
+    let mut delays = Vec::with_capacity(n as usize);
+    let mut inorder = t0;
+    for i in 0..n as usize {
+        let d = decoded_at[i].ok_or(format!("symbol {i} never delivered"))?;
+        inorder = inorder.max(d);
+        delays.push(inorder.duration_since(sent_at[i]).as_secs_f64() * 1e3);
+    }
+    res.mean_delay_ms = delays.iter().sum::<f64>() / delays.len().max(1) as f64;
+    delays.sort_by(|a, b| a.total_cmp(b));
+    res.p99_delay_ms = delays[((delays.len() as f64 * 0.99) as usize).min(delays.len() - 1)];
+    res.max_delay_ms = *delays.last().unwrap_or(&0.0);
+    res.duration_ms = now.duration_since(t0).as_secs_f64() * 1e3;
+    Ok(res)
+}
