@@ -13,7 +13,11 @@ use crate::Role;
 ///
 /// Returning an error aborts that connection (the server drops it, the
 /// client exits with the message).
-pub fn on_new_connection(conn: &mut quiche::Connection, role: Role, cc: &str) -> Result<(), String> {
+pub fn on_new_connection(
+    conn: &mut quiche::Connection,
+    role: Role,
+    cc: &str,
+) -> Result<(), String> {
     let _ = role;
     quic_nc::telemetry::install(conn, cc)?;
     Ok(())

@@ -53,15 +53,33 @@ fn file_survives_ten_percent_loss() {
         let out_dir = s.path("out");
         let o = client(
             &s,
-            &["--cc", cc, "--out", out_dir.to_str().unwrap(), "--json", &url(&r, "/data.bin")],
+            &[
+                "--cc",
+                cc,
+                "--out",
+                out_dir.to_str().unwrap(),
+                "--json",
+                &url(&r, "/data.bin"),
+            ],
         );
         let stats = r.stop();
-        assert!(o.status.success(), "{cc}: {}", String::from_utf8_lossy(&o.stderr));
-        assert_eq!(sha256(&out_dir.join("data.bin")), sha256(&s.path("root/data.bin")), "{cc}");
+        assert!(
+            o.status.success(),
+            "{cc}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(
+            sha256(&out_dir.join("data.bin")),
+            sha256(&s.path("root/data.bin")),
+            "{cc}"
+        );
         let j = &json_lines(&o)[0];
         assert_eq!(j["bytes"], 2_000_000, "{cc}");
         // The emulator did drop packets, in both directions.
-        assert!(stats.up.link.lost_packets > 0 && stats.down.link.lost_packets > 0, "{cc}: {stats:?}");
+        assert!(
+            stats.up.link.lost_packets > 0 && stats.down.link.lost_packets > 0,
+            "{cc}: {stats:?}"
+        );
     }
 }
 
@@ -88,7 +106,10 @@ fn parallel_requests_cross_a_lossy_link() {
     let j = &json_lines(&o)[0];
     assert_eq!(j["requests"], 3);
     assert_eq!(j["bytes"], 3_000_000);
-    assert_eq!(sha256(&out_dir.join("data.bin")), sha256(&s.path("root/data.bin")));
+    assert_eq!(
+        sha256(&out_dir.join("data.bin")),
+        sha256(&s.path("root/data.bin"))
+    );
 }
 
 /// A link that drops everything looks like an unreachable server.
@@ -122,7 +143,12 @@ fn controller_state_reaches_qlog() {
     let f = std::fs::read_dir(&qdir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("server-"))
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("server-")
+        })
         .expect("server qlog");
     let text = std::fs::read_to_string(f).unwrap();
     let states: Vec<serde_json::Value> = text
@@ -131,7 +157,12 @@ fn controller_state_reaches_qlog() {
         .map(|l| serde_json::from_str(l.trim()).unwrap())
         .collect();
     assert!(!states.is_empty(), "no quic-nc:cc_state events");
-    assert!(states.iter().all(|e| e["data"]["cwnd"].as_u64().unwrap() > 0));
-    assert!(states.iter().any(|e| e["data"]["beta"].is_number()), "{states:?}");
+    assert!(states
+        .iter()
+        .all(|e| e["data"]["cwnd"].as_u64().unwrap() > 0));
+    assert!(
+        states.iter().any(|e| e["data"]["beta"].is_number()),
+        "{states:?}"
+    );
     assert!(text.contains("quic:recovery_metrics_updated"));
 }

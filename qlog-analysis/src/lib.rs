@@ -61,9 +61,10 @@ impl Trace {
                 trace.title = v.get("title").and_then(Value::as_str).map(str::to_string);
                 continue;
             }
-            let (Some(time), Some(name)) =
-                (v.get("time").and_then(Value::as_f64), v.get("name").and_then(Value::as_str))
-            else {
+            let (Some(time), Some(name)) = (
+                v.get("time").and_then(Value::as_f64),
+                v.get("name").and_then(Value::as_str),
+            ) else {
                 return Err(format!("record {}: not a qlog event", i + 1));
             };
             trace.events.push(Event {
@@ -167,7 +168,13 @@ impl Series {
             ];
             let cells: Vec<String> = row
                 .iter()
-                .map(|v| if v.is_nan() { String::new() } else { format!("{v}") })
+                .map(|v| {
+                    if v.is_nan() {
+                        String::new()
+                    } else {
+                        format!("{v}")
+                    }
+                })
                 .collect();
             out.push_str(&cells.join(","));
             out.push('\n');
@@ -210,13 +217,20 @@ impl Summary {
     /// Condenses `trace`.
     pub fn from_trace(trace: &Trace) -> Summary {
         let series = Series::from_trace(trace);
-        let finite = |v: &[f64]| v.iter().copied().filter(|x| x.is_finite()).collect::<Vec<_>>();
+        let finite = |v: &[f64]| {
+            v.iter()
+                .copied()
+                .filter(|x| x.is_finite())
+                .collect::<Vec<_>>()
+        };
         let srtt = finite(&series.smoothed_rtt_ms);
         let mut s = Summary {
             role: trace.vantage_point.clone().unwrap_or_default(),
             duration_s: trace.events.last().map_or(0.0, |e| e.time_ms / 1e3),
             max_cwnd: finite(&series.cwnd).into_iter().fold(0.0, f64::max) as u64,
-            min_rtt_ms: finite(&series.min_rtt_ms).into_iter().fold(f64::INFINITY, f64::min),
+            min_rtt_ms: finite(&series.min_rtt_ms)
+                .into_iter()
+                .fold(f64::INFINITY, f64::min),
             mean_srtt_ms: if srtt.is_empty() {
                 f64::NAN
             } else {
@@ -229,12 +243,16 @@ impl Summary {
             match e.name.as_str() {
                 "quic:packet_sent" => {
                     s.packets_sent += 1;
-                    s.bytes_sent += e.data.pointer("/raw/length").and_then(Value::as_u64).unwrap_or(0);
-                },
+                    s.bytes_sent += e
+                        .data
+                        .pointer("/raw/length")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0);
+                }
                 "quic:packet_received" => s.packets_received += 1,
                 "quic:congestion_state_updated" => s.cc_state_changes += 1,
                 n if n.starts_with("quic-nc:") => s.quic_nc_events += 1,
-                _ => {},
+                _ => {}
             }
             if matches!(e.name.as_str(), "quic:packet_sent" | "quic:packet_received") {
                 if let Some(frames) = e.data.get("frames").and_then(Value::as_array) {
@@ -334,7 +352,10 @@ mod tests {
     fn summary_counts() {
         let s = Summary::from_trace(&Trace::parse(SAMPLE).unwrap());
         assert_eq!(s.role, "server");
-        assert_eq!((s.packets_sent, s.bytes_sent, s.packets_received), (1, 1200, 1));
+        assert_eq!(
+            (s.packets_sent, s.bytes_sent, s.packets_received),
+            (1, 1200, 1)
+        );
         assert_eq!(s.packets_lost, 3);
         assert_eq!(s.max_cwnd, 13500);
         assert_eq!(s.min_rtt_ms, 40.0);
@@ -345,7 +366,8 @@ mod tests {
 
     #[test]
     fn garbage_in_the_middle_is_an_error() {
-        let bad = "\u{1e}{\"time\":1,\"name\":\"a\"}\n\u{1e}nope\n\u{1e}{\"time\":2,\"name\":\"b\"}\n";
+        let bad =
+            "\u{1e}{\"time\":1,\"name\":\"a\"}\n\u{1e}nope\n\u{1e}{\"time\":2,\"name\":\"b\"}\n";
         assert!(Trace::parse(bad).unwrap_err().contains("record 2"));
         assert!(Trace::parse("\u{1e}[1,2]\n\u{1e}{}\n").is_err());
     }

@@ -33,7 +33,11 @@ fn panel(out: &mut String, top: f64, title: &str, xs: &[f64], lines: &[Line], x_
         out,
         r##"<rect x="{MARGIN_L}" y="{top}" width="{plot_w}" height="{PANEL_H}" fill="none" stroke="#999"/>"##
     );
-    let _ = writeln!(out, r#"<text x="{MARGIN_L}" y="{}" font-size="13">{title}</text>"#, top - 8.0);
+    let _ = writeln!(
+        out,
+        r#"<text x="{MARGIN_L}" y="{}" font-size="13">{title}</text>"#,
+        top - 8.0
+    );
     for i in 0..=4 {
         let v = y_max * i as f64 / 4.0;
         let _ = writeln!(
@@ -52,7 +56,13 @@ fn panel(out: &mut String, top: f64, title: &str, xs: &[f64], lines: &[Line], x_
                 pen_down = false;
                 continue;
             }
-            let _ = write!(d, "{}{:.1},{:.1} ", if pen_down { "L" } else { "M" }, x(*t), y(*v));
+            let _ = write!(
+                d,
+                "{}{:.1},{:.1} ",
+                if pen_down { "L" } else { "M" },
+                x(*t),
+                y(*v)
+            );
             pen_down = true;
         }
         let _ = writeln!(
@@ -90,7 +100,11 @@ pub fn svg(series: &Series, title: &str) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" font-family="sans-serif">"#
     );
     let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(out, r#"<text x="{MARGIN_L}" y="16" font-size="14">{}</text>"#, escape(title));
+    let _ = writeln!(
+        out,
+        r#"<text x="{MARGIN_L}" y="16" font-size="14">{}</text>"#,
+        escape(title)
+    );
     let kb = |v: &Vec<f64>| v.iter().map(|b| b / 1e3).collect();
     panel(
         &mut out,
@@ -98,8 +112,16 @@ pub fn svg(series: &Series, title: &str) -> String {
         "window (KB)",
         &xs,
         &[
-            Line { label: "cwnd", color: "#1f77b4", ys: kb(&series.cwnd) },
-            Line { label: "bytes in flight", color: "#ff7f0e", ys: kb(&series.bytes_in_flight) },
+            Line {
+                label: "cwnd",
+                color: "#1f77b4",
+                ys: kb(&series.cwnd),
+            },
+            Line {
+                label: "bytes in flight",
+                color: "#ff7f0e",
+                ys: kb(&series.bytes_in_flight),
+            },
         ],
         x_max,
     );
@@ -110,9 +132,21 @@ pub fn svg(series: &Series, title: &str) -> String {
         "RTT (ms)",
         &xs,
         &[
-            Line { label: "smoothed", color: "#2ca02c", ys: series.smoothed_rtt_ms.clone() },
-            Line { label: "latest", color: "#d62728", ys: series.latest_rtt_ms.clone() },
-            Line { label: "min", color: "#7f7f7f", ys: series.min_rtt_ms.clone() },
+            Line {
+                label: "smoothed",
+                color: "#2ca02c",
+                ys: series.smoothed_rtt_ms.clone(),
+            },
+            Line {
+                label: "latest",
+                color: "#d62728",
+                ys: series.latest_rtt_ms.clone(),
+            },
+            Line {
+                label: "min",
+                color: "#7f7f7f",
+                ys: series.min_rtt_ms.clone(),
+            },
         ],
         x_max,
     );
@@ -128,7 +162,9 @@ pub fn svg(series: &Series, title: &str) -> String {
 }
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 #[cfg(test)]
@@ -151,7 +187,11 @@ mod tests {
         assert_eq!(svg.matches("<path").count(), 5);
         assert!(svg.contains("a &lt;test&gt;"));
         // The missing first point starts the in-flight line at t = 10 ms.
-        let inflight = svg.lines().filter(|l| l.starts_with("<path")).nth(1).unwrap();
+        let inflight = svg
+            .lines()
+            .filter(|l| l.starts_with("<path"))
+            .nth(1)
+            .unwrap();
         assert_eq!(inflight.matches('M').count(), 1);
         assert_eq!(inflight.matches('L').count(), 1);
     }

@@ -14,8 +14,9 @@ use congestion::Controller;
 use crate::telemetry::Telemetry;
 
 /// Every name [`configure`] accepts, quiche's first.
-pub const NAMES: &[&str] =
-    &["reno", "cubic", "bbr2", "hybrid", "ctcp", "vegas", "vegas-nc", "aimd"];
+pub const NAMES: &[&str] = &[
+    "reno", "cubic", "bbr2", "hybrid", "ctcp", "vegas", "vegas-nc", "aimd",
+];
 
 /// How a name resolves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,13 +36,13 @@ pub fn resolve(name: &str) -> Result<Choice, String> {
         // Our CUBIC model exists for simulations; on the wire, quiche's.
         "aimd" | "hybrid" | "ctcp" | "vegas" | "vegas-nc" => {
             Choice::Ours(name.parse::<Algorithm>()?)
-        },
+        }
         other => {
             return Err(format!(
                 "unknown congestion controller '{other}' (expected one of: {})",
                 NAMES.join(", ")
             ))
-        },
+        }
     })
 }
 
@@ -54,7 +55,7 @@ pub fn configure(config: &mut quiche::Config, name: &str) -> Result<Choice, Stri
         Choice::Ours(algo) => {
             config.enable_pacing(true);
             config.set_external_congestion_control(Arc::new(Factory::new(algo)));
-        },
+        }
     }
     Ok(choice)
 }
@@ -69,7 +70,10 @@ pub struct Factory {
 impl Factory {
     /// A factory for `algorithm`.
     pub fn new(algorithm: Algorithm) -> Self {
-        Factory { algorithm, telemetry: None }
+        Factory {
+            algorithm,
+            telemetry: None,
+        }
     }
 
     /// Controllers built from now on report their state to `telemetry`
@@ -88,7 +92,8 @@ impl Factory {
 
 impl quiche::cc::CongestionControllerFactory for Factory {
     fn new_controller(
-        &self, init: &quiche::cc::ControllerInit,
+        &self,
+        init: &quiche::cc::ControllerInit,
     ) -> Box<dyn quiche::cc::CongestionController> {
         let common = CommonConfig {
             mss: init.max_datagram_size,
@@ -96,7 +101,10 @@ impl quiche::cc::CongestionControllerFactory for Factory {
             initial_rtt: init.initial_rtt,
             ..CommonConfig::default()
         };
-        Box::new(Adapter::with(self.algorithm.build(common), self.telemetry.clone()))
+        Box::new(Adapter::with(
+            self.algorithm.build(common),
+            self.telemetry.clone(),
+        ))
     }
 }
 
@@ -117,7 +125,13 @@ impl Adapter {
     }
 
     fn with(inner: Box<dyn Controller>, telemetry: Option<Telemetry>) -> Self {
-        Adapter { inner, telemetry, last_state: "", acked: Vec::new(), lost: Vec::new() }
+        Adapter {
+            inner,
+            telemetry,
+            last_state: "",
+            acked: Vec::new(),
+            lost: Vec::new(),
+        }
     }
 
     /// The wrapped controller.
@@ -138,7 +152,11 @@ fn rtt(r: &quiche::cc::RttEstimates) -> congestion::RttEstimates {
 
 impl quiche::cc::CongestionController for Adapter {
     fn on_packet_sent(
-        &mut self, now: Instant, bytes_in_flight: usize, pkt_num: u64, bytes: usize,
+        &mut self,
+        now: Instant,
+        bytes_in_flight: usize,
+        pkt_num: u64,
+        bytes: usize,
         is_retransmissible: bool,
     ) {
         self.inner
@@ -156,11 +174,10 @@ impl quiche::cc::CongestionController for Adapter {
             bytes: a.bytes,
         }));
         lost.clear();
-        lost.extend(
-            ev.lost
-                .iter()
-                .map(|l| congestion::LostPacket { pkt_num: l.pkt_num, bytes: l.bytes }),
-        );
+        lost.extend(ev.lost.iter().map(|l| congestion::LostPacket {
+            pkt_num: l.pkt_num,
+            bytes: l.bytes,
+        }));
         let event = congestion::CongestionEvent {
             now: ev.now,
             rtt_updated: ev.rtt_updated,
@@ -286,7 +303,11 @@ mod tests {
             a.on_packet_sent(t0, pn as usize * 1200, pn, 1200, true);
         }
         let acked: Vec<_> = (0..10)
-            .map(|pn| quiche::cc::AckedPacket { pkt_num: pn, time_sent: t0, bytes: 1200 })
+            .map(|pn| quiche::cc::AckedPacket {
+                pkt_num: pn,
+                time_sent: t0,
+                bytes: 1200,
+            })
             .collect();
         let r = quiche::cc::RttEstimates {
             latest: std::time::Duration::from_millis(40),

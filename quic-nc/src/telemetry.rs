@@ -142,6 +142,6 @@ pub fn install(conn: &mut quiche::Connection, name: &str) -> Result<bool, String
             conn.set_extension(Box::new(TelemetryExtension::new(telemetry)))
                 .map_err(|e| format!("cannot install qlog telemetry: {e}"))?;
             Ok(true)
-        },
+        }
     }
 }

@@ -62,7 +62,8 @@ impl Pair {
     /// Creates both endpoints; `setup` runs on each connection right after
     /// `connect()`/`accept()` (the place to install hooks).
     pub fn new(
-        client_cfg: &mut quiche::Config, server_cfg: &mut quiche::Config,
+        client_cfg: &mut quiche::Config,
+        server_cfg: &mut quiche::Config,
         mut setup: impl FnMut(Side, &mut quiche::Connection),
     ) -> Pair {
         let client_addr: SocketAddr = "127.0.0.1:1234".parse().unwrap();
@@ -79,8 +80,7 @@ impl Pair {
         .unwrap();
         setup(Side::Client, &mut client);
         let mut server =
-            quiche::accept(&cid_s, None, server_addr, client_addr, server_cfg)
-                .unwrap();
+            quiche::accept(&cid_s, None, server_addr, client_addr, server_cfg).unwrap();
         setup(Side::Server, &mut server);
         Pair {
             client,
@@ -94,9 +94,7 @@ impl Pair {
     /// Moves every datagram both sides want to send until both are quiet,
     /// dropping those for which `drop(side, index_of_datagram_from_that_side)`
     /// returns true. Returns the number of datagrams moved.
-    pub fn advance_with(
-        &mut self, drop: &mut dyn FnMut(Side, u64, &[u8]) -> bool,
-    ) -> usize {
+    pub fn advance_with(&mut self, drop: &mut dyn FnMut(Side, u64, &[u8]) -> bool) -> usize {
         let mut moved = 0;
         let mut buf = vec![0u8; 65535];
         loop {
@@ -116,11 +114,11 @@ impl Pair {
                         Side::Client => {
                             self.sent.0 += 1;
                             self.sent.0 - 1
-                        },
+                        }
                         Side::Server => {
                             self.sent.1 += 1;
                             self.sent.1 - 1
-                        },
+                        }
                     };
                     any = true;
                     moved += 1;
@@ -192,7 +190,7 @@ impl Pair {
                     if fin {
                         return true;
                     }
-                },
+                }
                 Err(_) => return false,
             }
         }

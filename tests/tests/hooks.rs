@@ -9,6 +9,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 use std::time::Instant;
 
+use quic_nc_tests::config;
+use quic_nc_tests::Pair;
+use quic_nc_tests::Side;
 use quiche::cc;
 use quiche::extension::FrameSpan;
 use quiche::extension::FrameType;
@@ -16,9 +19,6 @@ use quiche::extension::SendContext;
 use quiche::extension::SendStage;
 use quiche::extension::StreamAction;
 use quiche::extension::TransportExtension;
-use quic_nc_tests::config;
-use quic_nc_tests::Pair;
-use quic_nc_tests::Side;
 
 // ---------------------------------------------------------------------------
 // External congestion controller
@@ -110,12 +110,17 @@ fn external_controller_window_and_pacing_govern_sending() {
     assert!(log.lock().unwrap().created >= 1);
     assert!(log.lock().unwrap().events >= 1, "acks reach the controller");
 
-    pair.client.stream_send(4, &vec![7u8; 1_000_000], true).unwrap();
+    pair.client
+        .stream_send(4, &vec![7u8; 1_000_000], true)
+        .unwrap();
     let flight = one_flight(&mut pair);
     let bytes: usize = flight.iter().map(|f| f.0).sum();
     // quiche's own CUBIC would stop at its 10-packet initial window.
     assert!(bytes <= CWND, "flight {bytes} exceeds the window {CWND}");
-    assert!(bytes + 1500 > CWND, "flight {bytes} does not fill the window {CWND}");
+    assert!(
+        bytes + 1500 > CWND,
+        "flight {bytes} does not fill the window {CWND}"
+    );
 
     // Past the initial burst, release times are spaced at the pacing rate.
     let burst = 10;
@@ -137,9 +142,14 @@ fn external_algorithm_without_factory_falls_back_to_cubic() {
     let mut scfg = config(true);
     let mut pair = Pair::new(&mut ccfg, &mut scfg, |_, _| {});
     pair.handshake();
-    pair.client.stream_send(4, &vec![7u8; 100_000], true).unwrap();
+    pair.client
+        .stream_send(4, &vec![7u8; 100_000], true)
+        .unwrap();
     let bytes: usize = one_flight(&mut pair).iter().map(|f| f.0).sum();
-    assert!(bytes > 0 && bytes <= 20_000, "CUBIC initial window, got {bytes}");
+    assert!(
+        bytes > 0 && bytes <= 20_000,
+        "CUBIC initial window, got {bytes}"
+    );
 }
 
 #[test]
@@ -160,7 +170,9 @@ fn per_connection_controller_only_before_data_is_in_flight() {
     });
     assert_eq!(log.lock().unwrap().created, 1);
     pair.handshake();
-    pair.client.stream_send(4, &vec![1u8; 100_000], true).unwrap();
+    pair.client
+        .stream_send(4, &vec![1u8; 100_000], true)
+        .unwrap();
     let _ = one_flight(&mut pair);
     assert_eq!(
         pair.client.set_external_congestion_control(factory),
@@ -194,6 +206,9 @@ struct ToyLog {
     last_built: (Option<u64>, Option<u64>),
 }
 
+/// A STREAM range: (stream id, offset, length, fin).
+type Range = (u64, u64, usize, bool);
+
 #[derive(Default)]
 struct Toy {
     advertise: bool,
@@ -208,9 +223,9 @@ struct Toy {
     next_id: u64,
     pending_repairs: VecDeque<u64>,
     /// id -> (stream frames, ranges in them)
-    sources: HashMap<u64, (Vec<u8>, Vec<(u64, u64, usize, bool)>)>,
+    sources: HashMap<u64, (Vec<u8>, Vec<Range>)>,
     repair_state: HashMap<u64, bool>, // true = acked, false = lost
-    deferred: HashMap<u64, Vec<(u64, u64, usize, bool)>>,
+    deferred: HashMap<u64, Vec<Range>>,
     actions: VecDeque<StreamAction>,
     // receiver
     seen: HashSet<u64>,
@@ -239,14 +254,18 @@ fn get_varint(b: &[u8], off: &mut usize) -> Option<u64> {
 
 /// Parses quiche's STREAM frames (type 0x08..0x0f, offset and length
 /// always present) into (stream_id, offset, len, fin).
-fn stream_ranges(frames: &[u8]) -> Vec<(u64, u64, usize, bool)> {
+fn stream_ranges(frames: &[u8]) -> Vec<Range> {
     let mut out = Vec::new();
     let mut off = 0;
     while off < frames.len() {
         let ty = get_varint(frames, &mut off).unwrap();
         assert!((0x08..=0x0f).contains(&ty), "unexpected frame {ty:#x}");
         let id = get_varint(frames, &mut off).unwrap();
-        let so = if ty & 0x04 != 0 { get_varint(frames, &mut off).unwrap() } else { 0 };
+        let so = if ty & 0x04 != 0 {
+            get_varint(frames, &mut off).unwrap()
+        } else {
+            0
+        };
         let len = get_varint(frames, &mut off).unwrap() as usize;
         off += len;
         out.push((id, so, len, ty & 0x01 != 0));
@@ -270,9 +289,18 @@ impl Toy {
     fn resolve(&mut self, id: u64, acked: bool) {
         for (stream_id, offset, len, fin) in self.deferred.remove(&id).unwrap_or_default() {
             let a = if acked {
-                StreamAction::Acked { stream_id, offset, len }
+                StreamAction::Acked {
+                    stream_id,
+                    offset,
+                    len,
+                }
             } else {
-                StreamAction::Retransmit { stream_id, offset, len, fin }
+                StreamAction::Retransmit {
+                    stream_id,
+                    offset,
+                    len,
+                    fin,
+                }
             };
             self.log.lock().unwrap().actions.push(a);
             self.actions.push_back(a);
@@ -283,9 +311,18 @@ impl Toy {
 impl TransportExtension for Toy {
     fn frame_types(&self) -> Vec<FrameType> {
         vec![
-            FrameType { frame_type: SRC, ack_eliciting: true },
-            FrameType { frame_type: REPAIR, ack_eliciting: true },
-            FrameType { frame_type: BAD, ack_eliciting: true },
+            FrameType {
+                frame_type: SRC,
+                ack_eliciting: true,
+            },
+            FrameType {
+                frame_type: REPAIR,
+                ack_eliciting: true,
+            },
+            FrameType {
+                frame_type: BAD,
+                ack_eliciting: true,
+            },
         ]
     }
 
@@ -295,12 +332,12 @@ impl TransportExtension for Toy {
             SRC => {
                 get_varint(body, &mut off)?;
                 Some(off)
-            },
+            }
             REPAIR => {
                 get_varint(body, &mut off)?;
                 let len = get_varint(body, &mut off)? as usize;
                 Some(off + len)
-            },
+            }
             _ => None,
         }
     }
@@ -326,7 +363,11 @@ impl TransportExtension for Toy {
     }
 
     fn on_packet_received(
-        &mut self, _pn: u64, _now: Instant, payload: &[u8], frames: &[FrameSpan],
+        &mut self,
+        _pn: u64,
+        _now: Instant,
+        payload: &[u8],
+        frames: &[FrameSpan],
     ) -> quiche::Result<()> {
         for f in frames {
             self.log.lock().unwrap().frames_received += 1;
@@ -336,14 +377,14 @@ impl TransportExtension for Toy {
             match f.frame_type {
                 SRC => {
                     self.seen.insert(id);
-                },
+                }
                 REPAIR => {
                     let len = get_varint(body, &mut off).unwrap() as usize;
                     if self.seen.insert(id) {
                         self.recovered.push_back(body[off..off + len].to_vec());
                         self.log.lock().unwrap().recovered += 1;
                     }
-                },
+                }
                 _ => return Err(quiche::Error::InvalidPacket),
             }
         }
@@ -389,7 +430,7 @@ impl TransportExtension for Toy {
                     }
                 }
                 ctx.reserve_after_stream(16);
-            },
+            }
             SendStage::AfterStream => {
                 self.flush = ctx.stream_frames().is_empty();
                 if self.flush {
@@ -409,7 +450,7 @@ impl TransportExtension for Toy {
                     l.frames_sent += 1;
                     l.last_built.0 = Some(id);
                 }
-            },
+            }
         }
     }
 
@@ -430,7 +471,12 @@ impl TransportExtension for Toy {
     }
 
     fn on_stream_data_lost(
-        &mut self, stream_id: u64, offset: u64, len: usize, fin: bool, _now: Instant,
+        &mut self,
+        stream_id: u64,
+        offset: u64,
+        len: usize,
+        fin: bool,
+        _now: Instant,
     ) -> bool {
         let range = (stream_id, offset, len, fin);
         let id = match self.sources.iter().find(|(_, s)| s.1.contains(&range)) {
@@ -446,7 +492,7 @@ impl TransportExtension for Toy {
                     self.resolve(id, true);
                 }
                 true
-            },
+            }
         }
     }
 
@@ -456,13 +502,16 @@ impl TransportExtension for Toy {
 }
 
 fn toy_pair(
-    client_ext: Option<(bool, bool, bool)>, server_ext: Option<bool>,
+    client_ext: Option<(bool, bool, bool)>,
+    server_ext: Option<bool>,
 ) -> (Pair, Arc<Mutex<ToyLog>>, Arc<Mutex<ToyLog>>) {
     toy_pair_lag(client_ext, server_ext, 0)
 }
 
 fn toy_pair_lag(
-    client_ext: Option<(bool, bool, bool)>, server_ext: Option<bool>, lag: usize,
+    client_ext: Option<(bool, bool, bool)>,
+    server_ext: Option<bool>,
+    lag: usize,
 ) -> (Pair, Arc<Mutex<ToyLog>>, Arc<Mutex<ToyLog>>) {
     let clog = Arc::new(Mutex::new(ToyLog::default()));
     let slog = Arc::new(Mutex::new(ToyLog::default()));
@@ -478,12 +527,13 @@ fn toy_pair_lag(
                 t.lag = lag;
                 conn.set_extension(Box::new(t)).unwrap();
             }
-        },
+        }
         Side::Server => {
             if let Some(adv) = server_ext {
-                conn.set_extension(Box::new(Toy::new(adv, s2.clone()))).unwrap();
+                conn.set_extension(Box::new(Toy::new(adv, s2.clone())))
+                    .unwrap();
             }
-        },
+        }
     });
     (pair, clog, slog)
 }
@@ -498,14 +548,21 @@ fn transfer(pair: &mut Pair, len: usize, drop: &mut dyn FnMut(u64, &[u8]) -> boo
     for _ in 0..400 {
         // quiche buffers at most about a window of stream data at a time.
         if written < len {
-            written += pair.client.stream_send(4, &data[written..], true).unwrap_or(0);
+            written += pair
+                .client
+                .stream_send(4, &data[written..], true)
+                .unwrap_or(0);
         }
         pair.advance_with(&mut |side, idx, d| side == Side::Client && drop(idx, d));
         if pair.server_read(4, &mut got) {
             assert_eq!(got, data, "data corrupted");
             return got;
         }
-        assert!(pair.server.local_error().is_none(), "{:?}", pair.server.local_error());
+        assert!(
+            pair.server.local_error().is_none(),
+            "{:?}",
+            pair.server.local_error()
+        );
         if written == len {
             pair.fire_timers(true);
         }
@@ -532,7 +589,11 @@ fn extension_frames_round_trip_and_are_acked() {
     let s = slog.lock().unwrap();
     assert!(c.frames_sent > 40);
     assert_eq!(s.frames_received, c.frames_sent);
-    assert_eq!(c.acked.len(), c.frames_sent, "every extension frame acked once");
+    assert_eq!(
+        c.acked.len(),
+        c.frames_sent,
+        "every extension frame acked once"
+    );
     assert!(c.lost.is_empty());
     assert_eq!(s.recovered, 0);
 }
@@ -543,14 +604,26 @@ fn lost_source_is_recovered_without_retransmission() {
     pair.handshake();
     // Drop the datagram that carries SRC 3.
     let log = clog.clone();
-    transfer(&mut pair, 30_000, &mut |_, _| log.lock().unwrap().last_built.0 == Some(3));
+    transfer(&mut pair, 30_000, &mut |_, _| {
+        log.lock().unwrap().last_built.0 == Some(3)
+    });
     pair.advance();
     let c = clog.lock().unwrap();
-    assert_eq!(slog.lock().unwrap().recovered, 1, "the receiver recovered the packet");
+    assert_eq!(
+        slog.lock().unwrap().recovered,
+        1,
+        "the receiver recovered the packet"
+    );
     assert!(c.deferred >= 1, "the loss was deferred");
-    assert!(c.actions.iter().all(|a| matches!(a, StreamAction::Acked { .. })));
+    assert!(c
+        .actions
+        .iter()
+        .all(|a| matches!(a, StreamAction::Acked { .. })));
     assert!(!c.actions.is_empty());
-    assert!(c.lost.iter().any(|l| l.0 == SRC), "the SRC frame was reported lost");
+    assert!(
+        c.lost.iter().any(|l| l.0 == SRC),
+        "the SRC frame was reported lost"
+    );
     let stats = pair.client.stats();
     assert_eq!(stats.stream_retrans_bytes, 0, "nothing was retransmitted");
 }
@@ -569,7 +642,9 @@ fn lost_source_and_repair_are_retransmitted() {
     let c = clog.lock().unwrap();
     assert!(c.deferred >= 1, "the source's loss was deferred");
     assert!(
-        c.actions.iter().any(|a| matches!(a, StreamAction::Retransmit { .. })),
+        c.actions
+            .iter()
+            .any(|a| matches!(a, StreamAction::Retransmit { .. })),
         "a Retransmit action resolved the deferral: {:?}",
         *c
     );
@@ -597,7 +672,10 @@ fn unregistered_extension_frame_is_frame_encoding_error() {
     pair.handshake();
     pair.client.stream_send(4, &[1u8; 5000], true).unwrap();
     pair.advance();
-    let err = pair.server.local_error().expect("server closed the connection");
+    let err = pair
+        .server
+        .local_error()
+        .expect("server closed the connection");
     assert!(!err.is_app);
     assert_eq!(err.error_code, 0x7, "FRAME_ENCODING_ERROR");
 }
@@ -608,8 +686,10 @@ fn malformed_extension_frame_is_frame_encoding_error() {
     pair.handshake();
     pair.client.stream_send(4, &[1u8; 100], true).unwrap();
     pair.advance();
-    let err = pair.server.local_error().expect("server closed the connection");
+    let err = pair
+        .server
+        .local_error()
+        .expect("server closed the connection");
     assert!(!err.is_app);
     assert_eq!(err.error_code, 0x7, "FRAME_ENCODING_ERROR");
 }
-

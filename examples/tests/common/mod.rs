@@ -191,4 +191,3 @@ pub fn setup(tag: &str) -> Scratch {
     std::fs::write(s.path("root/data.bin"), data).unwrap();
     s
 }
-

@@ -16,7 +16,7 @@ fn main() -> ExitCode {
             "-h" | "--help" => {
                 println!("usage: qlog-plot FILE [--out FILE.svg]");
                 return ExitCode::SUCCESS;
-            },
+            }
             f if f.starts_with('-') => return fail(&format!("unknown flag {f}")),
             f if input.is_none() => input = Some(f.into()),
             f => return fail(&format!("unexpected argument {f}")),

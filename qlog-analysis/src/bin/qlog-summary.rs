@@ -21,7 +21,7 @@ fn main() -> ExitCode {
             "-h" | "--help" => {
                 println!("usage: qlog-summary [--json] [--csv DIR] FILE...");
                 return ExitCode::SUCCESS;
-            },
+            }
             f if f.starts_with('-') => return fail(&format!("unknown flag {f}")),
             f => files.push(PathBuf::from(f)),
         }
@@ -43,7 +43,12 @@ fn main() -> ExitCode {
             println!("{}  {}", f.display(), s.line());
         }
         if let Some(dir) = &csv_dir {
-            let name = f.file_stem().unwrap_or_default().to_string_lossy().to_string() + ".csv";
+            let name = f
+                .file_stem()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_string()
+                + ".csv";
             let out = dir.join(name);
             if let Err(e) = std::fs::create_dir_all(dir)
                 .and_then(|_| std::fs::write(&out, Series::from_trace(&trace).to_csv()))
