@@ -13,12 +13,14 @@ use crate::units::{parse_buffer, parse_duration, parse_rate, BufferSpec};
 
 /// Usage text of `linkem`.
 pub const LINKEM_USAGE: &str = "\
-linkem: user-space UDP link emulator (relay between one client and a server)
+linkem: user-space UDP link emulator (relay between clients and servers)
 
-usage: linkem --upstream ADDR [options]
+usage: linkem --upstream ADDR [--upstream ADDR2 ...] [options]
 
   --listen ADDR          address for the client (default 127.0.0.1:0)
-  --upstream ADDR        server address (required)
+  --upstream ADDR        server address (required); repeat it for several servers:
+                         client k (in order of first appearance) goes to the k-th
+                         upstream (or the last one), all sharing the same links
   --rate R               bottleneck rate both ways, e.g. 20mbit, 500kbit (default unlimited)
   --rate-up/--rate-down R      per direction (up = client->server)
   --delay D              one-way propagation delay both ways, e.g. 20ms (default 0)
@@ -38,7 +40,8 @@ usage: linkem --upstream ADDR [options]
   --spin D               sleep until D before each delivery, then spin
                          (default 0 with real-time priority, else 500us)
   --max-clients N        relay up to N client addresses, each with its own upstream
-                         socket, all sharing the links (default 1: first client only)
+                         socket, all sharing the links (default 1: first client
+                         only, or the number of --upstream if larger)
 
 Prints 'listening ADDR' as the first stdout line.";
 
@@ -92,7 +95,7 @@ impl<T: Clone> Pair<T> {
 /// Parses `linkem`'s arguments (without the program name).
 pub fn parse_linkem_args<I: IntoIterator<Item = String>>(args: I) -> Result<LinkemCommand, String> {
     let mut listen: SocketAddr = "127.0.0.1:0".parse().expect("literal");
-    let mut upstream: Option<SocketAddr> = None;
+    let mut upstreams: Vec<SocketAddr> = Vec::new();
     let mut rate: Pair<Option<u64>> = Pair::default();
     let mut delay: Pair<Duration> = Pair::default();
     let mut buffer: Pair<BufferSpec> = Pair::default();
@@ -102,7 +105,7 @@ pub fn parse_linkem_args<I: IntoIterator<Item = String>>(args: I) -> Result<Link
     let mut stats = None;
     let mut duration = None;
     let mut spin = None;
-    let mut max_clients = 1usize;
+    let mut max_clients: Option<usize> = None;
 
     let mut realtime = true;
     let mut it = args.into_iter();
@@ -132,7 +135,7 @@ pub fn parse_linkem_args<I: IntoIterator<Item = String>>(args: I) -> Result<Link
         match name.as_str() {
             "--listen" => listen = v.parse().map_err(|_| ctx(format!("bad address '{v}'")))?,
             "--upstream" => {
-                upstream = Some(v.parse().map_err(|_| ctx(format!("bad address '{v}'")))?)
+                upstreams.push(v.parse().map_err(|_| ctx(format!("bad address '{v}'")))?)
             }
             "--rate" => rate.both = Some(parse_rate(v).map_err(ctx)?),
             "--rate-up" => rate.up = Some(parse_rate(v).map_err(ctx)?),
@@ -159,13 +162,14 @@ pub fn parse_linkem_args<I: IntoIterator<Item = String>>(args: I) -> Result<Link
                     .map_err(|_| ctx(format!("'{v}' is not an unsigned integer")))?
             }
             "--max-clients" => {
-                max_clients = v
-                    .parse()
-                    .ok()
-                    .filter(|n| (1..=crate::relay::MAX_CLIENTS).contains(n))
-                    .ok_or_else(|| {
-                        ctx(format!("'{v}' is not in 1..={}", crate::relay::MAX_CLIENTS))
-                    })?
+                max_clients = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|n| (1..=crate::relay::MAX_CLIENTS).contains(n))
+                        .ok_or_else(|| {
+                            ctx(format!("'{v}' is not in 1..={}", crate::relay::MAX_CLIENTS))
+                        })?,
+                )
             }
             "--spin" => spin = Some(parse_duration(v).map_err(ctx)?),
             "--stats" => stats = Some(PathBuf::from(v)),
@@ -179,7 +183,16 @@ pub fn parse_linkem_args<I: IntoIterator<Item = String>>(args: I) -> Result<Link
             _ => return Err(format!("unknown option '{name}' (see --help)")),
         }
     }
-    let upstream = upstream.ok_or("--upstream ADDR is required")?;
+    if upstreams.is_empty() {
+        return Err("--upstream ADDR is required".into());
+    }
+    if upstreams.len() > crate::relay::MAX_CLIENTS {
+        return Err(format!(
+            "at most {} --upstream addresses",
+            crate::relay::MAX_CLIENTS
+        ));
+    }
+    let max_clients = max_clients.unwrap_or(upstreams.len());
     let d_up = delay.get(true).unwrap_or_default();
     let d_down = delay.get(false).unwrap_or_default();
     let rtt = d_up + d_down;
@@ -202,7 +215,8 @@ pub fn parse_linkem_args<I: IntoIterator<Item = String>>(args: I) -> Result<Link
             .map_err(|e| format!("{} link: {e}", if up { "up" } else { "down" }))?;
         Ok(c)
     };
-    let mut relay = RelayConfig::new(listen, upstream);
+    let mut relay = RelayConfig::new(listen, upstreams[0]);
+    relay.upstreams = upstreams;
     relay.up = mk(true)?;
     relay.down = mk(false)?;
     relay.seed = seed;
@@ -267,6 +281,24 @@ mod tests {
         assert_eq!(o.relay.seed, 9);
         assert_eq!(o.duration, Some(Duration::from_secs(2)));
         assert_eq!(o.relay.up.loss_position, LossPosition::BeforeQueue);
+    }
+
+    #[test]
+    fn several_upstreams() {
+        let o = parse("--upstream 127.0.0.1:1 --upstream 127.0.0.1:2").unwrap();
+        let a: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let b: SocketAddr = "127.0.0.1:2".parse().unwrap();
+        assert_eq!(o.relay.upstreams, [a, b]);
+        // max-clients defaults to the number of upstreams.
+        assert_eq!(o.relay.max_clients, 2);
+        assert_eq!(o.relay.upstream_of(0), Some(a));
+        assert_eq!(o.relay.upstream_of(1), Some(b));
+        assert_eq!(o.relay.upstream_of(5), Some(b));
+        let o = parse("--upstream 127.0.0.1:1 --upstream 127.0.0.1:2 --max-clients 3").unwrap();
+        assert_eq!(o.relay.max_clients, 3);
+        let o = parse("--upstream 127.0.0.1:1").unwrap();
+        assert_eq!(o.relay.upstreams, [a]);
+        assert_eq!(o.relay.max_clients, 1);
     }
 
     #[test]

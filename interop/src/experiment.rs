@@ -51,7 +51,16 @@ usage: nc-experiment [options]
   --linkem PATH      linkem binary (default: DIR/linkem, else next to this executable)
   --json FILE        write machine-readable results
   --markdown         print the table in markdown
-  --keep             keep the work directory (logs, stats files)";
+  --keep             keep the work directory (logs, stats files)
+
+competing flows (instead of the matrix):
+  --compete A,B      per run, two downloads of --size each share one linkem
+                     bottleneck: flow A uses controller A (server and client),
+                     flow B controller B, each with its own qnc-server; reports
+                     per-flow goodput, each flow's share of the bottleneck while
+                     both were active, the ratio A/B and Jain's fairness index
+  --stagger SECS     start flow B this long after flow A (default 0: B starts as
+                     soon as linkem has seen A's first datagram)";
 
 /// One loss setting of the matrix.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -132,6 +141,11 @@ pub struct Options {
     pub markdown: bool,
     /// Keep the work directory.
     pub keep: bool,
+    /// `--compete A,B`: run two competing flows (A, B) per run instead of
+    /// the (cc × loss) matrix; see [`crate::compete`].
+    pub compete: Option<Vec<String>>,
+    /// `--stagger`: delay between the start of flow A and flow B.
+    pub stagger: Duration,
 }
 
 /// Parse result.
@@ -170,7 +184,10 @@ pub fn parse_args<I: IntoIterator<Item = String>>(
         json: None,
         markdown: false,
         keep: false,
+        compete: None,
+        stagger: Duration::ZERO,
     };
+    let mut cc_given = false;
     let mut linkem = None;
     let mut loss_given = false;
     let mut it = args.into_iter();
@@ -204,6 +221,7 @@ pub fn parse_args<I: IntoIterator<Item = String>>(
         let ctx = |e: String| format!("{name}: {e}");
         match name.as_str() {
             "--cc" => {
+                cc_given = true;
                 o.cc = v
                     .split(',')
                     .map(|s| s.trim().to_string())
@@ -272,11 +290,27 @@ pub fn parse_args<I: IntoIterator<Item = String>>(
                 crate::units::parse_duration(&v).map_err(ctx)?;
                 o.spin = Some(v);
             }
+            "--compete" => {
+                let pair: Vec<String> = v.split(',').map(|s| s.trim().to_string()).collect();
+                if pair.len() != 2 || pair.iter().any(|s| s.is_empty()) {
+                    return Err(format!("--compete: '{v}' is not two controllers A,B"));
+                }
+                o.compete = Some(pair);
+            }
+            "--stagger" => o.stagger = parse_duration_with(&v, false).map_err(ctx)?,
             "--bin-dir" => o.bin_dir = PathBuf::from(v),
             "--linkem" => linkem = Some(PathBuf::from(v)),
             "--json" => o.json = Some(PathBuf::from(v)),
             _ => return Err(format!("unknown option '{name}' (see --help)")),
         }
+    }
+    if let Some(pair) = &o.compete {
+        if cc_given {
+            return Err("--cc and --compete are exclusive".into());
+        }
+        o.cc = pair.clone();
+    } else if !o.stagger.is_zero() {
+        return Err("--stagger needs --compete".into());
     }
     o.linkem = linkem.unwrap_or_else(|| {
         let in_bin = o.bin_dir.join("linkem");
@@ -333,7 +367,7 @@ pub struct RunResult {
 }
 
 /// A child process whose stdout lines arrive on a channel; killed on drop.
-struct Proc {
+pub(crate) struct Proc {
     name: String,
     child: Child,
     lines: Receiver<String>,
@@ -341,7 +375,7 @@ struct Proc {
 }
 
 impl Proc {
-    fn spawn(name: &str, cmd: &mut Command, dir: &Path) -> Result<Proc, String> {
+    pub(crate) fn spawn(name: &str, cmd: &mut Command, dir: &Path) -> Result<Proc, String> {
         let stderr_path = dir.join(format!("{name}.stderr"));
         let err =
             File::create(&stderr_path).map_err(|e| format!("{}: {e}", stderr_path.display()))?;
@@ -378,7 +412,7 @@ impl Proc {
     }
 
     /// Waits for a stdout line satisfying `pred`, up to `deadline`.
-    fn wait_line(
+    pub(crate) fn wait_line(
         &mut self,
         deadline: Instant,
         pred: impl Fn(&str) -> bool,
@@ -416,7 +450,10 @@ impl Proc {
     }
 
     /// Waits for exit up to `deadline`; kills on timeout.
-    fn wait_exit(&mut self, deadline: Instant) -> Result<std::process::ExitStatus, String> {
+    pub(crate) fn wait_exit(
+        &mut self,
+        deadline: Instant,
+    ) -> Result<std::process::ExitStatus, String> {
         loop {
             if let Some(s) = self.child.try_wait().map_err(|e| e.to_string())? {
                 return Ok(s);
@@ -432,7 +469,7 @@ impl Proc {
     }
 
     /// SIGTERM, then SIGKILL after `grace`.
-    fn terminate(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
+    pub(crate) fn terminate(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
         if let Ok(Some(s)) = self.child.try_wait() {
             return Some(s);
         }
@@ -451,7 +488,7 @@ impl Proc {
         self.child.wait().ok()
     }
 
-    fn stderr_tail(&self) -> String {
+    pub(crate) fn stderr_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.stderr_path).unwrap_or_default();
         match text.lines().rev().find(|l| !l.trim().is_empty()) {
             Some(l) => format!(": {}", l.trim()),
@@ -459,7 +496,17 @@ impl Proc {
         }
     }
 
-    fn drain_lines(&self) -> Vec<String> {
+    /// The child's pid.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the child has exited (reaps it).
+    pub(crate) fn exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
+    }
+
+    pub(crate) fn drain_lines(&self) -> Vec<String> {
         self.lines.try_iter().collect()
     }
 }
@@ -473,7 +520,7 @@ impl Drop for Proc {
     }
 }
 
-fn check_interrupted() -> Result<(), String> {
+pub(crate) fn check_interrupted() -> Result<(), String> {
     if INTERRUPTED.load(Ordering::SeqCst) {
         Err("interrupted".into())
     } else {
@@ -487,7 +534,7 @@ pub fn free_port() -> Result<u16, String> {
     s.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
 }
 
-fn json_objects(lines: &[String], role: &str) -> Vec<Value> {
+pub(crate) fn json_objects(lines: &[String], role: &str) -> Vec<Value> {
     lines
         .iter()
         .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
@@ -495,18 +542,18 @@ fn json_objects(lines: &[String], role: &str) -> Vec<Value> {
         .collect()
 }
 
-fn as_u64(v: &Value, k: &str) -> Option<u64> {
+pub(crate) fn as_u64(v: &Value, k: &str) -> Option<u64> {
     v.get(k).and_then(Value::as_u64)
 }
 
-fn as_f64(v: &Value, k: &str) -> Option<f64> {
+pub(crate) fn as_f64(v: &Value, k: &str) -> Option<f64> {
     v.get(k).and_then(Value::as_f64)
 }
 
 /// Starts a process that listens on a fresh free port and prints
 /// `listening ADDR` first; retries with another port (up to 3 attempts) if
 /// it exits before that, e.g. because the port was taken meanwhile.
-fn start_listening(
+pub(crate) fn start_listening(
     name: &str,
     dir: &Path,
     deadline: Instant,
@@ -579,7 +626,7 @@ pub fn run_one(
     r
 }
 
-fn sanitize(s: &str) -> String {
+pub(crate) fn sanitize(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '.' {
@@ -921,6 +968,35 @@ mod tests {
             "--size 0",
             "--bogus 1",
             "--cc",
+        ] {
+            assert!(
+                parse_args(bad.split_whitespace().map(String::from), Path::new("/x")).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn compete_options() {
+        let o = parse("--compete hybrid,cubic --stagger 2 --loss 0");
+        assert_eq!(
+            o.compete.as_deref(),
+            Some(&["hybrid".to_string(), "cubic".into()][..])
+        );
+        assert_eq!(o.cc, ["hybrid", "cubic"]);
+        assert_eq!(o.stagger, Duration::from_secs(2));
+        assert_eq!(
+            parse("--compete a,b --stagger 500ms").stagger,
+            Duration::from_millis(500)
+        );
+        assert_eq!(parse("").compete, None);
+        for bad in [
+            "--compete cubic",
+            "--compete a,b,c",
+            "--compete a,",
+            "--compete a,b --cc cubic",
+            "--stagger 1",
+            "--compete a,b --stagger x",
         ] {
             assert!(
                 parse_args(bad.split_whitespace().map(String::from), Path::new("/x")).is_err(),

@@ -5,6 +5,7 @@
 //! * [`loss`]: loss models (Bernoulli, Gilbert–Elliott) and time schedules.
 //! * [`relay`]: a real UDP relay on top of the model (`linkem`).
 //! * [`experiment`]: the `nc-experiment` matrix runner (spawns processes only).
+//! * [`compete`]: `nc-experiment --compete A,B`, two flows sharing one bottleneck.
 //! * [`cli`]: argument parsing of the `linkem` binary.
 //! * [`units`]: parsing of rates, durations, buffer sizes, probabilities.
 //! * [`rxstamp`]: kernel receive timestamps (arrival instants for the model).
@@ -13,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod compete;
 pub mod experiment;
 pub mod link;
 pub mod loss;

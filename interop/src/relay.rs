@@ -7,9 +7,17 @@
 //! address (up to that many) becomes another client with its own upstream
 //! socket, and all clients share the same two links (one bottleneck per
 //! direction, as flows competing on a real path would). Everything a client
-//! sends goes through the "up" link to the upstream server via its own
+//! sends goes through the "up" link to its upstream server via its own
 //! connected socket; everything the server sends back on that socket goes
 //! through the "down" link to that client.
+//!
+//! Several servers: [`RelayConfig::upstreams`] may list several addresses.
+//! Clients are numbered in order of first appearance (0, 1, ...); client `k`
+//! is relayed to `upstreams[k]`, or to the last upstream if `k` is past the
+//! end (so with one upstream every client goes to it). Each client/server
+//! pair is then an independent flow, yet all flows share the same per-
+//! direction [`Link`] (the same queue, rate and loss process). Per-client
+//! counters are reported in [`Stats::per_client`].
 //!
 //! Threads: one receiver per socket (stamps the arrival time, runs the model,
 //! queues the datagram with its delivery instant) and one sender that waits
@@ -68,8 +76,10 @@ pub fn link_seed(seed: u64, dir: Direction) -> u64 {
 pub struct RelayConfig {
     /// Address the client sends to (port 0 picks a free port).
     pub listen: SocketAddr,
-    /// The server's address.
-    pub upstream: SocketAddr,
+    /// The servers' addresses (at least one): client `k`, in order of first
+    /// appearance, is relayed to `upstreams[k]`, or to the last one if `k`
+    /// is past the end.
+    pub upstreams: Vec<SocketAddr>,
     /// Client → server link.
     pub up: LinkConfig,
     /// Server → client link.
@@ -100,7 +110,7 @@ impl RelayConfig {
     pub fn new(listen: SocketAddr, upstream: SocketAddr) -> Self {
         RelayConfig {
             listen,
-            upstream,
+            upstreams: vec![upstream],
             up: LinkConfig::default(),
             down: LinkConfig::default(),
             seed: 1,
@@ -110,6 +120,41 @@ impl RelayConfig {
             realtime: true,
         }
     }
+
+    /// The upstream of client `k` (clients numbered in order of first
+    /// appearance); `None` only if `upstreams` is empty.
+    pub fn upstream_of(&self, k: usize) -> Option<SocketAddr> {
+        upstream_of(&self.upstreams, k)
+    }
+}
+
+fn upstream_of(upstreams: &[SocketAddr], k: usize) -> Option<SocketAddr> {
+    upstreams.get(k).or_else(|| upstreams.last()).copied()
+}
+
+/// Counters of one client (one flow) of a relay, both directions.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientStats {
+    /// The client's address.
+    pub addr: String,
+    /// The upstream server this client is relayed to.
+    pub upstream: String,
+    /// Client → server datagrams dropped by the loss model.
+    pub up_lost_packets: u64,
+    /// Client → server datagrams dropped because the buffer was full.
+    pub up_queue_drop_packets: u64,
+    /// Client → server datagrams handed to the kernel.
+    pub up_sent_packets: u64,
+    /// Client → server bytes handed to the kernel.
+    pub up_sent_bytes: u64,
+    /// Server → client datagrams dropped by the loss model.
+    pub down_lost_packets: u64,
+    /// Server → client datagrams dropped because the buffer was full.
+    pub down_queue_drop_packets: u64,
+    /// Server → client datagrams handed to the kernel.
+    pub down_sent_packets: u64,
+    /// Server → client bytes handed to the kernel.
+    pub down_sent_bytes: u64,
 }
 
 /// Counters of one direction of a relay.
@@ -139,8 +184,11 @@ pub struct Stats {
     pub seed: u64,
     /// Address clients send to.
     pub listen: String,
-    /// The upstream server.
+    /// The (first) upstream server.
     pub upstream: String,
+    /// All upstream servers, in configuration order.
+    #[serde(default)]
+    pub upstreams: Vec<String>,
     /// The first learned client address, if any.
     pub client: Option<String>,
     /// All learned client addresses, in order of first appearance.
@@ -148,6 +196,9 @@ pub struct Stats {
     pub clients: Vec<String>,
     /// Datagrams from other sources than the learned client (dropped).
     pub ignored_packets: u64,
+    /// Per-client counters, in order of first appearance.
+    #[serde(default)]
+    pub per_client: Vec<ClientStats>,
     /// Client → server.
     pub up: DirectionStats,
     /// Server → client.
@@ -213,25 +264,50 @@ impl Dir {
         }
     }
 
-    /// Runs the model and queues the datagram; returns true if the queue was empty.
-    fn offer(&mut self, now: Instant, data: &[u8], peer: usize, max_pending: usize) -> bool {
-        if let Verdict::Deliver(at) = self.link.on_packet(now, data.len()) {
+    /// Runs the model and queues the datagram; returns whether the queue
+    /// was empty, and the model's verdict.
+    fn offer(
+        &mut self,
+        now: Instant,
+        data: &[u8],
+        peer: usize,
+        max_pending: usize,
+    ) -> (bool, Verdict) {
+        let v = self.link.on_packet(now, data.len());
+        if let Verdict::Deliver(at) = v {
             if self.pending_bytes + data.len() > max_pending {
                 self.overflow_drops += 1;
-                return false;
+                return (false, v);
             }
             let was_empty = self.queue.is_empty();
             self.pending_bytes += data.len();
             self.queue.push_back((at, data.to_vec(), peer));
-            return was_empty;
+            return (was_empty, v);
         }
-        false
+        (false, v)
     }
 }
 
 struct Peer {
     addr: SocketAddr,
     upstream: Arc<UdpSocket>,
+    stats: ClientStats,
+}
+
+impl Peer {
+    /// Counts a model verdict against this client.
+    fn count(&mut self, dir: Direction, v: &Verdict) {
+        let s = &mut self.stats;
+        let (lost, qdrop) = match dir {
+            Direction::Up => (&mut s.up_lost_packets, &mut s.up_queue_drop_packets),
+            Direction::Down => (&mut s.down_lost_packets, &mut s.down_queue_drop_packets),
+        };
+        match v {
+            Verdict::Lost => *lost += 1,
+            Verdict::QueueDrop => *qdrop += 1,
+            Verdict::Deliver(_) => {}
+        }
+    }
 }
 
 struct Inner {
@@ -253,7 +329,7 @@ struct Shared {
     start: Instant,
     seed: u64,
     listen: SocketAddr,
-    upstream: SocketAddr,
+    upstreams: Vec<SocketAddr>,
     max_pending: usize,
     max_clients: usize,
     realtime: bool,
@@ -276,10 +352,16 @@ impl Shared {
             elapsed_s: self.start.elapsed().as_secs_f64(),
             seed: self.seed,
             listen: self.listen.to_string(),
-            upstream: self.upstream.to_string(),
+            upstream: self
+                .upstreams
+                .first()
+                .map(|u| u.to_string())
+                .unwrap_or_default(),
+            upstreams: self.upstreams.iter().map(|u| u.to_string()).collect(),
             client: g.clients.first().map(|c| c.addr.to_string()),
             clients: g.clients.iter().map(|c| c.addr.to_string()).collect(),
             ignored_packets: g.ignored,
+            per_client: g.clients.iter().map(|c| c.stats.clone()).collect(),
             realtime: self.realtime_ok.load(Ordering::Relaxed),
             up: g.up.stats(),
             down: g.down.stats(),
@@ -300,6 +382,9 @@ impl Relay {
                 io::Error::new(io::ErrorKind::InvalidInput, format!("{name} link: {e}"))
             })?;
         }
+        let first = cfg
+            .upstream_of(0)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no upstream address"))?;
         if !(1..=MAX_CLIENTS).contains(&cfg.max_clients) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -308,7 +393,7 @@ impl Relay {
         }
         let client_sock = UdpSocket::bind(cfg.listen)?;
         prepare(&client_sock)?;
-        let up_sock = Arc::new(upstream_socket(cfg.upstream)?);
+        let up_sock = Arc::new(upstream_socket(first)?);
         let listen = client_sock.local_addr()?;
         let start = Instant::now();
         let shared = Arc::new(Shared {
@@ -334,7 +419,7 @@ impl Relay {
             start,
             seed: cfg.seed,
             listen,
-            upstream: cfg.upstream,
+            upstreams: cfg.upstreams.clone(),
             max_pending: cfg.max_pending_bytes,
             max_clients: cfg.max_clients,
             realtime: cfg.realtime,
@@ -460,9 +545,11 @@ fn rx_client_loop(sh: &Arc<Shared>, sock: &UdpSocket) {
             Some(i) => i,
             None if g.clients.len() < sh.max_clients => {
                 let i = g.clients.len();
+                // Spawn checked that there is at least one upstream.
+                let target = upstream_of(&sh.upstreams, i).unwrap_or(sh.listen);
                 let upstream = match g.spare.take() {
                     Some(s) => Ok(s),
-                    None => upstream_socket(sh.upstream).map(Arc::new).and_then(|s| {
+                    None => upstream_socket(target).map(Arc::new).and_then(|s| {
                         spawn_server_rx(sh, s.clone(), i)?;
                         Ok(s)
                     }),
@@ -472,6 +559,11 @@ fn rx_client_loop(sh: &Arc<Shared>, sock: &UdpSocket) {
                         g.clients.push(Peer {
                             addr: from,
                             upstream,
+                            stats: ClientStats {
+                                addr: from.to_string(),
+                                upstream: target.to_string(),
+                                ..Default::default()
+                            },
                         });
                         i
                     }
@@ -486,7 +578,8 @@ fn rx_client_loop(sh: &Arc<Shared>, sock: &UdpSocket) {
                 continue;
             }
         };
-        let woke = g.up.offer(now, &buf[..n], peer, sh.max_pending);
+        let (woke, v) = g.up.offer(now, &buf[..n], peer, sh.max_pending);
+        g.clients[peer].count(Direction::Up, &v);
         drop(g);
         if woke {
             wake(sh);
@@ -504,7 +597,12 @@ fn rx_server_loop(sh: &Shared, sock: &UdpSocket, peer: usize) {
         let Some((n, _, now)) = recv(sock, &mut buf, &mut clock) else {
             continue;
         };
-        let woke = sh.lock().down.offer(now, &buf[..n], peer, sh.max_pending);
+        let mut g = sh.lock();
+        let (woke, v) = g.down.offer(now, &buf[..n], peer, sh.max_pending);
+        if let Some(p) = g.clients.get_mut(peer) {
+            p.count(Direction::Down, &v);
+        }
+        drop(g);
         if woke {
             wake(sh);
         }
@@ -605,18 +703,29 @@ fn tx_loop(sh: &Shared, client_sock: &UdpSocket) {
                         (Direction::Down, Some((addr, _))) => client_sock.send_to(&data, *addr),
                         (_, None) => Err(io::ErrorKind::NotConnected.into()),
                     };
-                    res.push((dir, r.is_ok(), data.len()));
+                    res.push((dir, r.is_ok(), data.len(), peer));
                 }
                 g = sh.lock();
-                for (dir, ok, len) in res {
+                for (dir, ok, len, peer) in res {
+                    let inner = &mut *g;
                     let d = if dir == Direction::Up {
-                        &mut g.up
+                        &mut inner.up
                     } else {
-                        &mut g.down
+                        &mut inner.down
                     };
                     if ok {
                         d.sent_packets += 1;
                         d.sent_bytes += len as u64;
+                        if let Some(p) = inner.clients.get_mut(peer) {
+                            let s = &mut p.stats;
+                            if dir == Direction::Up {
+                                s.up_sent_packets += 1;
+                                s.up_sent_bytes += len as u64;
+                            } else {
+                                s.down_sent_packets += 1;
+                                s.down_sent_bytes += len as u64;
+                            }
+                        }
                     } else {
                         d.send_errors += 1;
                     }

@@ -131,3 +131,67 @@ fn missing_binaries_fail_cleanly() {
     assert_eq!(out.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn compete_two_flows_through_one_linkem() {
+    let dir = bin_dir("compete");
+    let json = dir.join("out.json");
+    let out = Command::new(RUNNER)
+        .args(["--bin-dir", dir.to_str().unwrap(), "--linkem", LINKEM])
+        .args(["--compete", "cubic,reno", "--loss", "0", "--size", "100000"])
+        .args(["--rate", "50mbit", "--rtt", "10ms", "--timeout", "60s"])
+        .args(["--stagger", "0.1", "--runs", "2", "--markdown"])
+        .args(["--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["options"]["compete"][1], "reno");
+    let rows = v["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for r in rows {
+        assert!(r["error"].is_null(), "{r}");
+        assert_eq!(r["pair"], "cubic,reno");
+        let flows = r["flows"].as_array().unwrap();
+        assert_eq!(flows.len(), 2);
+        let em = &r["emulator"];
+        let pc = em["per_client"].as_array().unwrap();
+        assert_eq!(pc.len(), 2);
+        for (k, f) in flows.iter().enumerate() {
+            assert_eq!(f["bytes"], 100000, "{f}");
+            // Client k was relayed to its own server.
+            assert_eq!(pc[k]["upstream"], f["server"], "{r}");
+            // The fake server sends 100 datagrams of 1000 bytes; no loss.
+            assert_eq!(pc[k]["down_sent_bytes"], 100000, "{r}");
+            assert!(f["goodput_mbps"].as_f64().unwrap() > 0.0);
+        }
+        assert_ne!(flows[0]["server"], flows[1]["server"]);
+        assert_eq!(flows[0]["cc"], "cubic");
+        assert_eq!(flows[1]["cc"], "reno");
+        // B started at least the stagger after A.
+        assert!(flows[1]["start_s"].as_f64().unwrap() >= 0.1);
+        // Ratio and Jain follow from the reported shares (when the flows
+        // overlapped at all, which timing cannot guarantee).
+        if let (Some(a), Some(b)) = (
+            flows[0]["share_mbps"].as_f64(),
+            flows[1]["share_mbps"].as_f64(),
+        ) {
+            if b > 0.0 {
+                let q = r["ratio"].as_f64().unwrap();
+                assert!((q - a / b).abs() < 1e-9 * q.max(1.0));
+                let j = r["jain"].as_f64().unwrap();
+                let want = (a + b) * (a + b) / (2.0 * (a * a + b * b));
+                assert!((j - want).abs() < 1e-9);
+                assert!(j > 0.5 - 1e-12 && j <= 1.0 + 1e-12);
+            }
+        }
+    }
+    // Markdown: per-run table (header + separator + 2 rows) and summary
+    // (header + separator + 1 row).
+    let table: Vec<&str> = stdout.lines().filter(|l| l.starts_with('|')).collect();
+    assert_eq!(table.len(), 7, "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
+use interop::compete::{format_compete_summary, format_compete_table, run_compete, CompeteReport};
 use interop::experiment::{
-    compute_ratios, format_table, make_certs, parse_args, run_one, Command_, Report, INTERRUPTED,
-    USAGE,
+    compute_ratios, format_table, make_certs, parse_args, run_one, Command_, Options, Report,
+    INTERRUPTED, USAGE,
 };
 
 extern "C" fn on_signal(_sig: libc::c_int) {
@@ -49,6 +50,9 @@ fn main() -> ExitCode {
         eprintln!("nc-experiment: error: {e}");
         let _ = std::fs::remove_dir_all(&work);
         return ExitCode::from(1);
+    }
+    if let Some(pair) = opts.compete.clone() {
+        return run_compete_matrix(&opts, &pair, &work, &certs);
     }
     let total = opts.cc.len() * opts.loss.len() * opts.runs;
     let mut rows = Vec::new();
@@ -101,6 +105,78 @@ fn main() -> ExitCode {
         eprintln!("work directory kept: {}", work.display());
     } else {
         let _ = std::fs::remove_dir_all(&work);
+    }
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        return ExitCode::from(130);
+    }
+    if !rows.is_empty() && rows.iter().all(|r| r.error.is_some()) {
+        return ExitCode::from(1);
+    }
+    code
+}
+
+/// `--compete A,B`: for each loss and run, two flows through one linkem.
+fn run_compete_matrix(
+    opts: &Options,
+    pair: &[String],
+    work: &std::path::Path,
+    certs: &std::path::Path,
+) -> ExitCode {
+    let total = opts.loss.len() * opts.runs;
+    let mut rows = Vec::new();
+    'outer: for loss in &opts.loss {
+        for run in 0..opts.runs {
+            if INTERRUPTED.load(Ordering::SeqCst) {
+                break 'outer;
+            }
+            eprint!(
+                "[{}/{}] compete {} loss={} run={run} ... ",
+                rows.len() + 1,
+                total,
+                pair.join(","),
+                loss.label
+            );
+            let r = run_compete(opts, pair, loss, run, work, certs);
+            match (&r.error, r.ratio, r.jain) {
+                (Some(e), _, _) => eprintln!("FAILED: {e}"),
+                (None, Some(q), Some(j)) => eprintln!("A/B {q:.2}, Jain {j:.3}"),
+                _ => eprintln!("done"),
+            }
+            rows.push(r);
+        }
+    }
+    println!(
+        "# compete {}: {} bytes each over {:.3} Mbit/s, RTT {:?}, buffer {}, loss position {}, \
+         stagger {:?}, seed {}",
+        pair.join(","),
+        opts.size,
+        opts.rate_bps as f64 / 1e6,
+        opts.rtt,
+        opts.buffer,
+        opts.loss_position,
+        opts.stagger,
+        opts.seed
+    );
+    println!("# shares: Mbit/s each flow got from the bottleneck while both were active");
+    print!("{}", format_compete_table(&rows, opts.markdown));
+    println!();
+    print!("{}", format_compete_summary(&rows, opts.markdown));
+    let mut code = ExitCode::SUCCESS;
+    if let Some(p) = &opts.json {
+        let text = serde_json::to_string_pretty(&CompeteReport {
+            options: opts,
+            results: &rows,
+        })
+        .unwrap_or_default();
+        if let Err(e) = std::fs::write(p, text + "\n") {
+            eprintln!("nc-experiment: error: cannot write {}: {e}", p.display());
+            code = ExitCode::from(1);
+        }
+    }
+    if opts.keep {
+        eprintln!("work directory kept: {}", work.display());
+    } else {
+        let _ = std::fs::remove_dir_all(work);
     }
     if INTERRUPTED.load(Ordering::SeqCst) {
         return ExitCode::from(130);
