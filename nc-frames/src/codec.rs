@@ -222,11 +222,45 @@ pub struct Decoder {
     max_seq: u64,
     ws_max: u64,
     undecoded: Vec<u64>,
+    /// Recovered symbols not yet popped, in the order they became decodable.
+    /// Their indexes are distinct and lie in `[flow_point, limit)`, so there
+    /// are at most `w` of them (see [`Decoder::flow_point`]).
     recovered: VecDeque<(u64, Vec<u8>)>,
+    /// Smallest index in `recovered` (`u64::MAX` when empty).
+    unpolled_min: u64,
     kernel: Kernel,
     stats: DecoderStats,
     /// Recycled row buffers (bounded by the ring size).
     pool: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// Heap memory held by a [`Decoder`] on behalf of the peer, in bytes of
+/// allocated capacity (see [`Decoder::memory`] and
+/// [`Decoder::memory_bound`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DecoderMemory {
+    /// Pivot rows held (decoded symbols retained for eliminations plus
+    /// undecoded equations).
+    pub rows: usize,
+    /// Capacity of the coefficient and payload buffers of those rows.
+    pub row_bytes: usize,
+    /// Recycled buffer pairs kept for reuse.
+    pub pooled: usize,
+    /// Capacity of the recycled buffers.
+    pub pooled_bytes: usize,
+    /// Recovered symbols waiting to be popped.
+    pub recovered: usize,
+    /// Capacity of their payloads.
+    pub recovered_bytes: usize,
+    /// Bookkeeping vectors (the list of undecoded rows).
+    pub other_bytes: usize,
+}
+
+impl DecoderMemory {
+    /// Sum of all byte counts.
+    pub fn total_bytes(&self) -> usize {
+        self.row_bytes + self.pooled_bytes + self.recovered_bytes + self.other_bytes
+    }
 }
 
 impl Decoder {
@@ -249,6 +283,7 @@ impl Decoder {
             ws_max: 0,
             undecoded: Vec::new(),
             recovered: VecDeque::new(),
+            unpolled_min: u64::MAX,
             kernel: Kernel::best(),
             stats: DecoderStats::default(),
             pool: Vec::new(),
@@ -302,9 +337,20 @@ impl Decoder {
     pub fn sender_window_start(&self) -> u64 {
         self.ws_max
     }
-    /// Largest index (exclusive) the peer may currently reference.
+    /// Flow-control point: the smallest index that is not yet both decoded
+    /// and handed over, i.e. `min(I_p, oldest recovered symbol not yet
+    /// popped)`. This is the `I_p` the receiver advertises in NC_ACK, so a
+    /// conforming sender never references an index at or beyond
+    /// `flow_point() + max_window`; an application that does not drain
+    /// [`Decoder::pop_recovered`] thereby stalls the sender instead of
+    /// growing the queue. Never decreases.
+    pub fn flow_point(&self) -> u64 {
+        self.i_p.min(self.unpolled_min)
+    }
+    /// Largest index (exclusive) the peer may currently reference:
+    /// [`Decoder::flow_point`] + max window.
     pub fn limit(&self) -> u64 {
-        self.i_p + self.w
+        self.flow_point() + self.w
     }
     /// FNC DIFF: unseen symbols below MAX_SEQ, i.e. the number of further
     /// innovative packets needed to decode everything sensed so far.
@@ -341,7 +387,44 @@ impl Decoder {
     /// Pop the next recovered symbol (decoded without having been received in
     /// clear), in the order they became decodable.
     pub fn pop_recovered(&mut self) -> Option<(u64, Vec<u8>)> {
-        self.recovered.pop_front()
+        let r = self.recovered.pop_front()?;
+        if r.0 == self.unpolled_min {
+            self.unpolled_min = self.recovered.iter().map(|x| x.0).min().unwrap_or(u64::MAX);
+        }
+        Some(r)
+    }
+
+    /// Heap memory currently held (allocated capacities, counted exactly).
+    pub fn memory(&self) -> DecoderMemory {
+        let mut m = DecoderMemory::default();
+        for s in &self.slots {
+            if let Some(r) = &s.row {
+                m.rows += 1;
+                m.row_bytes += r.coef.capacity() + r.data.capacity();
+            }
+        }
+        m.pooled = self.pool.len();
+        m.pooled_bytes = self
+            .pool
+            .iter()
+            .map(|(c, d)| c.capacity() + d.capacity())
+            .sum();
+        m.recovered = self.recovered.len();
+        m.recovered_bytes = self.recovered.iter().map(|x| x.1.capacity()).sum();
+        m.other_bytes = self.undecoded.capacity() * 8;
+        m
+    }
+
+    /// Upper bound of [`DecoderMemory::total_bytes`] that holds whatever the
+    /// peer sends (a function of the negotiated limits only). With `ring` the
+    /// smallest power of two not below twice the max window: at most `ring`
+    /// rows plus `ring` pooled buffer pairs, each pair at most
+    /// `2 * (max symbol + 2)` payload and `2 * ring` coefficient bytes of
+    /// capacity (amortised growth); at most `max window` recovered payloads
+    /// of at most `max symbol` bytes; the undecoded list.
+    pub fn memory_bound(&self) -> usize {
+        let pair = 2 * (self.max_symbol + LEN_PREFIX) + 2 * self.cap;
+        2 * self.cap * pair + self.w as usize * self.max_symbol + 2 * self.cap * 8
     }
 
     /// Number of recovered symbols waiting in [`Decoder::pop_recovered`].
@@ -396,6 +479,7 @@ impl Decoder {
         self.max_seq = self.max_seq.max(idx + 1);
         let (mut coef, mut data) = self.take_bufs();
         coef.push(1);
+        data.reserve(LEN_PREFIX + payload.len());
         data.extend_from_slice(&(payload.len() as u16).to_be_bytes());
         data.extend_from_slice(payload);
         let row = Row {
@@ -403,6 +487,22 @@ impl Decoder {
             coef,
             data,
         };
+        if self.undecoded.is_empty() && self.slot(idx).row.is_none() {
+            // Systematic common case: nothing to eliminate and no pending
+            // equation mentions `idx`, so the row is stored as it is (one
+            // copy of the payload, no scaling, no list walk).
+            self.stats.innovative += 1;
+            let s = self.slot_mut(idx);
+            s.row = Some(row);
+            s.decoded = true;
+            self.advance();
+            return Ok(Arrival {
+                innovative: true,
+                newly_seen: Some(idx),
+                newly_decoded: 1,
+                stale: false,
+            });
+        }
         let a = self.insert(row)?;
         self.advance();
         Ok(a)
@@ -546,8 +646,10 @@ impl Decoder {
             r.coef.pop();
         }
         let inv = gf256::inv(r.coef[0]);
-        gf256::scale_scalar(&mut r.coef, inv);
-        k.scale(&mut r.data, inv);
+        if inv != 1 {
+            gf256::scale_scalar(&mut r.coef, inv);
+            k.scale(&mut r.data, inv);
+        }
         let mut arrival = Arrival {
             innovative: true,
             newly_seen: Some(p),
@@ -624,6 +726,7 @@ impl Decoder {
         let payload = row.data[LEN_PREFIX..LEN_PREFIX + len].to_vec();
         self.stats.recovered += 1;
         self.recovered.push_back((c, payload));
+        self.unpolled_min = self.unpolled_min.min(c);
         Ok(())
     }
 
@@ -878,6 +981,169 @@ mod tests {
         d.add_source(5, b"x").unwrap();
         assert!(d.add_source(6, b"x").is_err());
         assert_eq!(d.stats().abandoned, 1);
+    }
+
+    /// Recover symbol `i` from a one-symbol repair (`coef * coded(payload)`).
+    fn recover_one(d: &mut Decoder, i: u64, payload: &[u8]) -> Result<Arrival> {
+        let mut c = coded(payload);
+        gf256::scale_scalar(&mut c, 3);
+        d.add_repair(i, 1, &Coefficients::Explicit(vec![3]), &c)
+    }
+
+    #[test]
+    fn unpolled_recovered_symbols_hold_the_window() {
+        let (w, sym) = (8usize, 16usize);
+        let mut d = Decoder::new(w, sym);
+        // A peer that only sends repairs: every symbol is recovered and
+        // queued; the application never polls.
+        for i in 0..w as u64 {
+            let a = recover_one(&mut d, i, &[i as u8; 16]).unwrap();
+            assert_eq!(a.newly_decoded, 1);
+        }
+        assert_eq!((d.i_p(), d.flow_point(), d.limit()), (8, 0, 8));
+        assert_eq!(d.recovered_pending(), w);
+        // Beyond flow point + window: a protocol violation, nothing stored.
+        let before = d.memory();
+        for i in [8u64, 9, 15] {
+            let e = recover_one(&mut d, i, b"x").unwrap_err();
+            assert_eq!(
+                e,
+                Error::WindowExceeded {
+                    index: i + 1,
+                    limit: 8
+                }
+            );
+            assert_eq!(e.quic_code(), Some(0x0a));
+            assert!(d.add_source(i, b"x").is_err());
+        }
+        assert!(d.abandon_below(9).is_err());
+        assert_eq!(d.memory().recovered, before.recovered);
+        assert_eq!(d.recovered_pending(), w);
+        d.check_invariants();
+        // Polling frees exactly one slot of window per symbol.
+        assert_eq!(d.pop_recovered().unwrap().0, 0);
+        assert_eq!(d.limit(), 9);
+        recover_one(&mut d, 8, b"y").unwrap();
+        assert!(recover_one(&mut d, 9, b"z").is_err());
+        while d.pop_recovered().is_some() {}
+        assert_eq!(d.flow_point(), 9);
+        d.check_invariants();
+    }
+
+    #[test]
+    fn flow_point_is_the_oldest_unpolled_even_out_of_order() {
+        let mut d = Decoder::new(8, 8);
+        // 0 lost; 1 and 2 decode (from two repairs) before 0 does...
+        d.add_source(3, b"d").unwrap();
+        let c1 = coded(b"bb");
+        let c2 = coded(b"c");
+        let mut s12 = c1.clone();
+        gf256::axpy_scalar(&mut s12[..c2.len()], &c2, 1);
+        d.add_repair(1, 2, &Coefficients::Explicit(vec![1, 1]), &s12)
+            .unwrap();
+        d.add_repair(2, 1, &Coefficients::Explicit(vec![1]), &c2)
+            .unwrap();
+        // ... so 1 and 2 are queued while I_p is still 0.
+        assert_eq!(d.recovered_pending(), 2);
+        assert_eq!((d.i_p(), d.flow_point()), (0, 0));
+        recover_one(&mut d, 0, b"a").unwrap();
+        assert_eq!((d.i_p(), d.flow_point()), (4, 0));
+        let order: Vec<u64> = std::iter::from_fn(|| d.pop_recovered().map(|x| x.0)).collect();
+        // (Both became decodable on the same arrival, 1 by back-substitution
+        // first.)
+        assert_eq!(order, vec![1, 2, 0]);
+        assert_eq!(d.flow_point(), 4);
+    }
+
+    /// Adversarial peer against a never-polling application: random frames
+    /// (sources, repairs of any window and coefficients, oversized and
+    /// corrupt data, abandon requests at and past the limit). Whatever
+    /// happens, the decoder's memory stays under its bound and the queue
+    /// of recovered symbols under the window.
+    #[test]
+    fn adversarial_peer_cannot_grow_memory() {
+        let mut rng = Rng::new(7);
+        for round in 0..40 {
+            let w = 1 + rng.below(40) as usize;
+            let sym = 1 + rng.below(300) as usize;
+            let mut d = Decoder::new(w, sym);
+            let bound = d.memory_bound();
+            let poll_every = [0u64, 0, 7, 50][round % 4];
+            let mut max_seen = 0usize;
+            if poll_every == 0 {
+                // Worst case first: a full queue of maximal recovered symbols.
+                // (Bounded loop: without flow control this would never stop.)
+                for _ in 0..4 * w + 4 {
+                    let i = d.i_q();
+                    if recover_one(&mut d, i, &vec![7; sym]).is_err() {
+                        break;
+                    }
+                }
+                assert_eq!(d.recovered_pending(), w, "round {round}");
+                assert!(d.memory().total_bytes() <= bound);
+            }
+            for step in 0..3000u64 {
+                let lim = d.limit();
+                let idx = lim.saturating_sub(rng.below(2 * w as u64 + 2)) + rng.below(3);
+                match rng.below(5) {
+                    0 => {
+                        let mut p = vec![0u8; rng.below(sym as u64 + 2) as usize];
+                        rng.fill(&mut p);
+                        let _ = d.add_source(idx, &p);
+                    }
+                    1 | 2 => {
+                        let count = 1 + rng.below(w as u64 + 1);
+                        let first = idx.saturating_sub(count);
+                        let mut data = vec![0u8; rng.below(sym as u64 + 4) as usize];
+                        rng.fill(&mut data);
+                        // Plausible length prefixes most of the time.
+                        if data.len() >= 2 && rng.below(4) != 0 {
+                            let l = (data.len() - 2) as u16;
+                            data[..2].copy_from_slice(&l.to_be_bytes());
+                        }
+                        let coefs = if rng.below(2) == 0 {
+                            Coefficients::Seeded {
+                                repair_key: rng.next_u64() as u16,
+                                dt: rng.below(16) as u8,
+                            }
+                        } else {
+                            Coefficients::Explicit((0..count).map(|_| rng.byte()).collect())
+                        };
+                        let _ = d.add_repair(first, count, &coefs, &data);
+                    }
+                    3 => {
+                        // Single-symbol repairs: the fastest way to fill the
+                        // recovered queue.
+                        let mut p = vec![0u8; rng.below(sym as u64 + 1) as usize];
+                        rng.fill(&mut p);
+                        let i = if rng.below(2) == 0 {
+                            d.i_q()
+                        } else {
+                            idx.saturating_sub(1)
+                        };
+                        let _ = recover_one(&mut d, i, &p);
+                    }
+                    _ => {
+                        let _ = d.abandon_below(d.i_p() + rng.below(w as u64 + 2));
+                    }
+                }
+                let m = d.memory();
+                assert!(
+                    m.total_bytes() <= bound,
+                    "round {round} step {step}: {m:?} above {bound}"
+                );
+                assert!(m.recovered <= w, "round {round} step {step}: {m:?}");
+                assert!(m.rows <= d.cap && m.pooled <= d.cap);
+                max_seen = max_seen.max(m.recovered);
+                if poll_every > 0 && step % poll_every == 0 {
+                    while d.pop_recovered().is_some() {}
+                }
+            }
+            d.check_invariants();
+            if poll_every == 0 {
+                assert_eq!(max_seen, w, "round {round}: the queue must have filled");
+            }
+        }
     }
 
     #[test]

@@ -45,6 +45,18 @@ pub struct Ctx {
     pub sent_total: u64,
     /// Repairs sent so far.
     pub repairs_total: u64,
+    /// Sources the transport declared lost that the peer has not reported
+    /// yet (index >= `max_seq` and >= `i_q`): missing degrees of freedom
+    /// on top of `diff`.
+    pub lost_unreported: u64,
+}
+
+impl Ctx {
+    /// DIFF as it will be reported once the peer learns of the known
+    /// losses: `diff + lost_unreported`.
+    pub fn expected_diff(&self) -> u64 {
+        self.diff.saturating_add(self.lost_unreported)
+    }
 }
 
 /// Policy selection (configuration value).
@@ -210,7 +222,7 @@ impl Policy {
                 // coding (every packet covers [i_q, i_s]) and still counts the
                 // lost clear sources in systematic mode.
                 let old = self.real_gap;
-                self.real_gap = ctx.diff as i64;
+                self.real_gap = ctx.expected_diff() as i64;
                 let dec = old - self.real_gap;
                 if dec > 0 {
                     self.exp_gap -= dec;
@@ -221,7 +233,10 @@ impl Policy {
                 self.exp_gap = self.exp_gap.max(0);
             }
             PolicyKind::Fnc => {
-                if ctx.diff > 0 {
+                // DIFF including the transport-declared losses the peer has
+                // not reported yet (those were repaired in on_source_lost).
+                let diff = ctx.expected_diff();
+                if diff > 0 {
                     self.diff_streak += 1;
                 } else {
                     self.diff_streak = 0;
@@ -233,15 +248,15 @@ impl Policy {
                     if self.t_last.is_none_or(|t| now.duration_since(t) > ctx.srtt) {
                         last = 0;
                     }
-                    if ctx.diff > last {
-                        let n = (ctx.diff - last).min(cap.saturating_sub(self.fnc_repairs));
+                    if diff > last {
+                        let n = (diff - last).min(cap.saturating_sub(self.fnc_repairs));
                         if n > 0 {
                             self.credit += n as f64;
-                            self.scope = Scope::Prefix(ctx.diff - last);
+                            self.scope = Scope::Prefix(diff - last);
                             self.t_last = Some(now);
                         }
                     }
-                    self.last_diff = ctx.diff;
+                    self.last_diff = diff;
                 }
             }
             PolicyKind::Adaptive { .. } => {
@@ -250,12 +265,7 @@ impl Policy {
                 while self.inflight.front().is_some_and(|&(t, _)| t <= now) {
                     self.inflight.pop_front();
                 }
-                let inflight: u64 = self.inflight.iter().map(|x| x.1).sum();
-                let owed = ctx.diff.saturating_sub(inflight) as f64;
-                if owed > self.credit.floor() {
-                    self.credit = owed + self.credit.fract();
-                    self.scope = Scope::UpTo(ctx.max_seq);
-                }
+                self.owe_deficit(ctx, ctx.max_seq);
             }
             PolicyKind::CtcpBlock { .. } => {
                 // CTCP: extra coded packets when decoding is stuck (DIFF > 0
@@ -317,12 +327,61 @@ impl Policy {
     /// Adaptive: re-derive owed repairs after a timeout from the last DIFF.
     pub(crate) fn after_timeout(&mut self, ctx: &Ctx) {
         if matches!(self.kind, PolicyKind::Adaptive { .. }) {
-            let inflight: u64 = self.inflight.iter().map(|x| x.1).sum();
-            let owed = ctx.diff.saturating_sub(inflight) as f64;
-            if owed > self.credit.floor() {
-                self.credit = owed + self.credit.fract();
-                self.scope = Scope::UpTo(ctx.max_seq);
+            self.owe_deficit(ctx, ctx.max_seq);
+        }
+    }
+
+    /// Adaptive reactive rule: `owed = DIFF + unreported losses - repairs
+    /// in flight`; if it exceeds the credit, it is owed now over
+    /// `[i_q, end)`.
+    fn owe_deficit(&mut self, ctx: &Ctx, end: u64) {
+        let inflight: u64 = self.inflight.iter().map(|x| x.1).sum();
+        let owed = ctx.expected_diff().saturating_sub(inflight) as f64;
+        if owed > self.credit.floor() {
+            self.credit = owed + self.credit.fract();
+            self.scope = Scope::UpTo(end);
+        }
+    }
+
+    /// The transport declared source `index` lost and the peer has not
+    /// reported it yet (`ctx.lost_unreported` already counts it).
+    pub(crate) fn on_source_lost(&mut self, ctx: &Ctx, index: u64, now: Instant) {
+        match self.kind {
+            PolicyKind::Adaptive { .. } => {
+                // Same rule as on an NC_ACK, with the loss counted ahead of
+                // the peer's report; the repair must reach the lost symbol.
+                self.owe_deficit(ctx, ctx.max_seq.max(index + 1));
             }
+            PolicyKind::Von => {
+                // RealGap is the (expected) DIFF.
+                self.real_gap = self.real_gap.max(ctx.expected_diff() as i64);
+            }
+            PolicyKind::Fnc => {
+                // A transport loss declaration (packet or time threshold) is
+                // at least as strong as FNC's fourth uninterrupted DIFF: send
+                // what the expected DIFF exceeds LAST_DIFF by, within the
+                // e*N cap, over the prefix that reaches the lost symbol, and
+                // record it in LAST_DIFF/T_last so that the NC_ACKs that
+                // later report this loss do not trigger a second repair.
+                let diff = ctx.expected_diff();
+                let mut last = self.last_diff;
+                if self.t_last.is_none_or(|t| now.duration_since(t) > ctx.srtt) {
+                    last = 0;
+                }
+                if diff > last {
+                    let cap = (ctx.loss.max(0.01) * ctx.sent_total as f64).ceil() as u64 + 1;
+                    let n = (diff - last).min(cap.saturating_sub(self.fnc_repairs));
+                    if n > 0 {
+                        self.credit += n as f64;
+                        let reach = (index + 1).saturating_sub(ctx.i_q);
+                        self.scope = Scope::Prefix((diff - last).max(reach));
+                        self.t_last = Some(now);
+                    }
+                }
+                self.last_diff = diff;
+                self.diff_streak = self.diff_streak.max(4);
+            }
+            PolicyKind::CtcpBlock { .. } | PolicyKind::FixedR(_) => {}
         }
     }
 }
@@ -344,6 +403,7 @@ mod tests {
             loss: 0.2,
             sent_total: 1000,
             repairs_total: 0,
+            lost_unreported: 0,
         }
     }
 

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use crate::codec::{Arrival, Decoder, DecoderStats};
+use crate::codec::{Arrival, Decoder, DecoderMemory, DecoderStats};
 use crate::error::Result;
 use crate::frames::{AckFrame, Frame, RepairFrame};
 
@@ -83,10 +83,31 @@ impl NcReceiver {
     }
 
     /// Next recovered symbol, as soon as decodable.
+    ///
+    /// Recovered symbols wait here until polled, and they count against the
+    /// peer's window: the `I_p` advertised in NC_ACK is
+    /// [`Decoder::flow_point`], the oldest symbol not yet both decoded and
+    /// polled. An application that stops polling therefore stalls the
+    /// sender (which may send nothing at or beyond that point plus the
+    /// window) instead of growing this queue: at most `max_window` symbols
+    /// ever wait here. When polling moves the flow point, an NC_ACK is due
+    /// ([`NcReceiver::wants_ack`]) so that the sender learns of the room.
     pub fn poll_recovered(&mut self) -> Option<RecoveredSymbol> {
-        self.dec
+        let before = self.dec.flow_point();
+        let r = self
+            .dec
             .pop_recovered()
-            .map(|(index, payload)| RecoveredSymbol { index, payload })
+            .map(|(index, payload)| RecoveredSymbol { index, payload });
+        if self.dec.flow_point() > before {
+            self.ack_pending = true;
+        }
+        r
+    }
+
+    /// Heap memory held by the decoder (see [`Decoder::memory_bound`] for
+    /// the limit that holds whatever the peer sends).
+    pub fn memory(&self) -> DecoderMemory {
+        self.dec.memory()
     }
 
     /// Whether state changed since the last ACK was produced.
@@ -100,7 +121,9 @@ impl NcReceiver {
         let d = &self.dec;
         let s = d.stats();
         AckFrame {
-            i_p: d.i_p(),
+            // The delivery point, not the decoding point: see
+            // `poll_recovered`.
+            i_p: d.flow_point(),
             i_q: d.i_q(),
             i_r: d.i_r(),
             max_seq: d.max_seq(),

@@ -109,6 +109,7 @@ pub struct NcSender {
     ctx: Ctx,
     send_times: VecDeque<Instant>, // send time of symbols [times_base, i_s)
     acked_clear: VecDeque<bool>,   // transport-acked in clear, same range
+    lost_clear: VecDeque<bool>,    // transport-declared lost, same range
     times_base: u64,
     srtt: Option<Duration>,
     rttvar: Duration,
@@ -125,8 +126,29 @@ pub struct NcSender {
     repair_times: VecDeque<(u64, Instant)>,
     repair_acked_end: u64,
     loss_prev: (u64, u64),
+    /// EWMA of the NC_ACK counter samples (the policies see
+    /// [`NcSender::loss_estimate`], which also folds in transport losses).
+    loss_ack: f64,
+    /// Source index / repair sequence up to which the NC_ACK counters were
+    /// last folded into `loss_ack` (losses below are already counted).
+    cov_src: u64,
+    cov_rep: u64,
+    /// Transport-declared losses not yet covered by an NC_ACK sample:
+    /// source indexes (deduplicated by `lost_clear`, within the window).
+    lost_src: VecDeque<u64>,
+    /// The latest `LOST_REPAIRS_MAX` repair sequence numbers declared lost
+    /// (for deduplication), and how many of them are `>= cov_rep`.
+    lost_rep: VecDeque<u64>,
+    lost_rep_uncovered: usize,
     stats: SenderStats,
 }
+
+/// Weight, in packets, of the NC_ACK loss estimate when transport-declared
+/// losses not yet covered by NC_ACK counters are folded in.
+const LOSS_PRIOR_PACKETS: f64 = 64.0;
+
+/// Bound of the list of lost repair sequence numbers kept for deduplication.
+const LOST_REPAIRS_MAX: usize = 1024;
 
 impl NcSender {
     /// New sender.
@@ -144,6 +166,7 @@ impl NcSender {
             },
             send_times: VecDeque::new(),
             acked_clear: VecDeque::new(),
+            lost_clear: VecDeque::new(),
             times_base: 0,
             srtt: None,
             rttvar: rtt / 2,
@@ -160,6 +183,12 @@ impl NcSender {
             repair_times: VecDeque::new(),
             repair_acked_end: 0,
             loss_prev: (0, 0),
+            loss_ack: 0.0,
+            cov_src: 0,
+            cov_rep: 0,
+            lost_src: VecDeque::new(),
+            lost_rep: VecDeque::new(),
+            lost_rep_uncovered: 0,
             stats: SenderStats::default(),
             cfg,
         }
@@ -185,7 +214,9 @@ impl NcSender {
     pub fn window_len(&self) -> usize {
         self.enc.len()
     }
-    /// Current loss-rate estimate.
+    /// Current loss-rate estimate: the EWMA of the NC_ACK counter samples,
+    /// raised by transport-declared losses ([`NcSender::on_source_lost`],
+    /// [`NcSender::on_repair_lost`]) that no NC_ACK sample covers yet.
     pub fn loss_estimate(&self) -> f64 {
         self.ctx.loss
     }
@@ -271,9 +302,10 @@ impl NcSender {
         }
         self.send_times.push_back(now);
         self.acked_clear.push_back(false);
+        self.lost_clear.push_back(false);
         self.stats.sources += 1;
         self.ctx.sent_total += 1;
-        self.ctx.i_s = self.enc.next_index();
+        self.refresh_ctx();
         if self.cfg.mode == Mode::FullyCoded {
             self.pending_coded_new = true;
         }
@@ -416,8 +448,14 @@ impl NcSender {
             let ds = (sent_cov - ps) as f64;
             let dr = (recv - pr) as f64;
             let sample = (1.0 - dr / ds).clamp(0.0, 0.95);
-            self.ctx.loss = 0.8 * self.ctx.loss + 0.2 * sample;
+            self.loss_ack = 0.8 * self.loss_ack + 0.2 * sample;
             self.loss_prev = (sent_cov, recv);
+            // Transport losses below this point are now in the counters.
+            self.cov_src = self.cov_src.max(ack.max_seq);
+            self.cov_rep = self.cov_rep.max(ack.repair_seq_end);
+            let (cs, cr) = (self.cov_src, self.cov_rep);
+            self.lost_src.retain(|&i| i >= cs);
+            self.lost_rep_uncovered = self.lost_rep.iter().filter(|&&q| q >= cr).count();
         }
         self.ctx.i_p = ack.i_p;
         self.ctx.i_q = ack.i_q;
@@ -428,15 +466,18 @@ impl NcSender {
         while self.times_base < ack.i_p && !self.send_times.is_empty() {
             self.send_times.pop_front();
             self.acked_clear.pop_front();
+            self.lost_clear.pop_front();
             self.times_base += 1;
         }
+        // At most one Seen and one Decoded event wait in the queue (a newer
+        // one replaces the older), so NC_ACKs cannot grow it.
         if ack.i_q > self.last_seen_ev {
             self.last_seen_ev = ack.i_q;
-            self.events.push_back(SenderEvent::Seen(ack.i_q));
+            self.push_progress_event(SenderEvent::Seen(ack.i_q));
         }
         if ack.i_p > self.last_decoded_ev {
             self.last_decoded_ev = ack.i_p;
-            self.events.push_back(SenderEvent::Decoded(ack.i_p));
+            self.push_progress_event(SenderEvent::Decoded(ack.i_p));
         }
         if ack.i_p >= self.abandon_point {
             self.window_frame_due = None;
@@ -458,20 +499,70 @@ impl NcSender {
         }
     }
 
-    /// Transport-level loss of the packet carrying source `index`. The data
-    /// must NOT be retransmitted as is: the coding layer repairs it.
-    pub fn on_source_lost(&mut self, _index: u64, _now: Instant) {}
+    /// Transport-level loss of the packet carrying source `index`
+    /// (systematic mode; in fully coded mode report the packet's coded
+    /// frame with [`NcSender::on_repair_lost`]). The data must NOT be
+    /// retransmitted as is: the coding layer repairs it.
+    ///
+    /// The loss feeds the loss estimate at once (see
+    /// [`NcSender::loss_estimate`]) and, if the peer has not reported the
+    /// symbol yet (`index >= MAX_SEQ` of the latest NC_ACK and not seen),
+    /// it counts as one more missing degree of freedom on top of the
+    /// reported DIFF, so the feedback policies repair it without waiting for
+    /// the NC_ACKs that will report it: the adaptive policy owes
+    /// `DIFF + unreported losses - repairs in flight`, VON raises RealGap,
+    /// FNC treats the transport's loss declaration as its DIFF trigger,
+    /// CTCP and fixed R only update the loss rate. Unknown, already seen,
+    /// acknowledged or repeated indexes are ignored.
+    pub fn on_source_lost(&mut self, index: u64, now: Instant) {
+        if index < self.ctx.i_q {
+            return; // the peer already has (an equation for) it
+        }
+        let Some(off) = index.checked_sub(self.times_base) else {
+            return;
+        };
+        let off = off as usize;
+        if off >= self.lost_clear.len() || self.lost_clear[off] || self.acked_clear[off] {
+            return;
+        }
+        self.lost_clear[off] = true;
+        if index >= self.cov_src {
+            self.lost_src.push_back(index);
+            if self.lost_src.len() > self.cfg.max_window + 64 {
+                self.lost_src.pop_front();
+            }
+        }
+        self.refresh_ctx();
+        if index >= self.ctx.max_seq {
+            self.policy.on_source_lost(&self.ctx, index, now);
+        }
+    }
 
     /// Transport-level loss of the packet carrying repair `seq` (a faster
     /// signal than the policies' own `RTT + 4 Delta` timers: VON lowers
-    /// ExpGap, the adaptive policy owes the repair again).
-    pub fn on_repair_lost(&mut self, _seq: u64, now: Instant) {
+    /// ExpGap, the adaptive policy owes the repair again). Also feeds the
+    /// loss estimate; unknown or repeated sequence numbers are ignored.
+    pub fn on_repair_lost(&mut self, seq: u64, now: Instant) {
+        if seq >= self.repair_seq || self.lost_rep.contains(&seq) {
+            return;
+        }
+        self.lost_rep.push_back(seq);
+        if seq >= self.cov_rep {
+            self.lost_rep_uncovered += 1;
+        }
+        if self.lost_rep.len() > LOST_REPAIRS_MAX
+            && self.lost_rep.pop_front().is_some_and(|q| q >= self.cov_rep)
+        {
+            self.lost_rep_uncovered -= 1;
+        }
         self.policy.on_repair_lost(now);
         self.refresh_ctx();
         self.policy.after_timeout(&self.ctx);
     }
 
-    /// Next notification, if any.
+    /// Next notification, if any. Unpolled `Seen`/`Decoded` events are
+    /// coalesced (the queue holds at most one of each, with the newest
+    /// value); `Lost` events are one per abandoned symbol.
     pub fn poll_event(&mut self) -> Option<SenderEvent> {
         self.events.pop_front()
     }
@@ -541,9 +632,24 @@ impl NcSender {
             while self.times_base < new_point && !self.send_times.is_empty() {
                 self.send_times.pop_front();
                 self.acked_clear.pop_front();
+                self.lost_clear.pop_front();
                 self.times_base += 1;
             }
             self.window_frame_due = Some(now);
+        }
+    }
+
+    fn push_progress_event(&mut self, ev: SenderEvent) {
+        let same = |e: &SenderEvent| {
+            matches!(
+                (e, ev),
+                (SenderEvent::Seen(_), SenderEvent::Seen(_))
+                    | (SenderEvent::Decoded(_), SenderEvent::Decoded(_))
+            )
+        };
+        match self.events.iter_mut().find(|e| same(e)) {
+            Some(e) => *e = ev,
+            None => self.events.push_back(ev),
         }
     }
 
@@ -570,6 +676,24 @@ impl NcSender {
 
     fn refresh_ctx(&mut self) {
         self.ctx.i_s = self.enc.next_index();
+        // Sources declared lost that the peer has not reported yet.
+        let (mq, iq) = (self.ctx.max_seq, self.ctx.i_q);
+        self.ctx.lost_unreported = self
+            .lost_src
+            .iter()
+            .filter(|&&i| i >= mq && i >= iq)
+            .count() as u64;
+        // Loss estimate: the NC_ACK EWMA, raised by the transport losses the
+        // NC_ACK counters do not cover yet (the EWMA weighs as a prior of
+        // LOSS_PRIOR_PACKETS packets against the uncovered packets sent).
+        // Never below the EWMA, and each loss is counted by the fresh part
+        // only until an NC_ACK sample covers it, so nothing counts twice.
+        let uncovered = self.ctx.i_s.saturating_sub(self.cov_src)
+            + self.repair_seq.saturating_sub(self.cov_rep);
+        let lost = (self.lost_src.len() + self.lost_rep_uncovered) as f64;
+        let fresh =
+            (self.loss_ack * LOSS_PRIOR_PACKETS + lost) / (LOSS_PRIOR_PACKETS + uncovered as f64);
+        self.ctx.loss = self.loss_ack.max(fresh).min(0.95);
     }
 
     /// The active policy kind.

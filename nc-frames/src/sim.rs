@@ -54,6 +54,13 @@ pub struct SimConfig {
     pub seed: u64,
     /// Maximum symbol size.
     pub max_symbol: usize,
+    /// Transport loss detection: when set, a packet the channel dropped is
+    /// reported to the sender ([`crate::NcSender::on_source_lost`] /
+    /// [`crate::NcSender::on_repair_lost`]) this long after it was sent (a
+    /// stand-in for QUIC's packet/time thresholds; typically RTT plus a few
+    /// send intervals), unless the feedback path is in an outage then.
+    /// `None` (the default, used for the tables): no transport signals.
+    pub loss_detection: Option<Duration>,
 }
 
 impl Default for SimConfig {
@@ -70,6 +77,7 @@ impl Default for SimConfig {
             outage: None,
             seed: 1,
             max_symbol: 1200,
+            loss_detection: None,
         }
     }
 }
@@ -162,6 +170,8 @@ pub fn run(cfg: &SimConfig) -> Result<SimResult, String> {
     let mut tx = NcSender::new(scfg, t0);
     let mut rx = NcReceiver::new(cfg.window, cfg.max_symbol);
     let mut fwd: Delay<Pkt> = Delay::default();
+    // Transport loss declarations due: (is a source, index or repair seq).
+    let mut lossdet: Delay<(bool, u64)> = Delay::default();
     let mut back: Delay<Vec<u8>> = Delay::default();
     let mut jrng = Rng::new(cfg.seed ^ 0x6a09_e667);
     let mut jitter = move || {
@@ -237,6 +247,17 @@ pub fn run(cfg: &SimConfig) -> Result<SimResult, String> {
             }
         }
         while tx.poll_event().is_some() {}
+        // 2b. Transport loss declarations.
+        while let Some((src, id)) = lossdet.pop_due(now) {
+            if in_outage(now) {
+                continue;
+            }
+            if src {
+                tx.on_source_lost(id, now);
+            } else {
+                tx.on_repair_lost(id, now);
+            }
+        }
         // 3. Timers.
         if tx.timeout().is_some_and(|t| t <= now) {
             tx.on_timeout(now);
@@ -290,6 +311,17 @@ pub fn run(cfg: &SimConfig) -> Result<SimResult, String> {
                 };
             if !lost {
                 fwd.push(now + cfg.one_way + jitter(), p);
+            } else if let Some(d) = cfg.loss_detection {
+                let bytes = match &p {
+                    Pkt::Source(b) | Pkt::Repair(b) => b,
+                };
+                match Frame::parse(bytes) {
+                    Ok((Frame::SourceSymbolId { index }, _)) => {
+                        lossdet.push(now + d, (true, index))
+                    }
+                    Ok((Frame::Repair(r), _)) => lossdet.push(now + d, (false, r.repair_seq)),
+                    _ => {}
+                }
             }
         }
         // 5. Invariants, sampled.

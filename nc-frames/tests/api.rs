@@ -184,3 +184,248 @@ fn abandonment_reports_lost_and_moves_peer() {
         .is_none());
     assert!(tx.can_send_source());
 }
+
+/// Send `n` sources of distinct bytes; returns their payloads.
+fn send_sources(tx: &mut NcSender, n: usize, t: Instant) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| {
+            let d = vec![i as u8 + 1; 5 + i % 7];
+            assert_eq!(tx.poll_transmit(true, t), Some(Transmit::NewData));
+            tx.on_source_sent(&d, t).unwrap();
+            d
+        })
+        .collect()
+}
+
+fn policy_cfg(policy: PolicyKind) -> SenderConfig {
+    SenderConfig {
+        policy,
+        ..cfg(Mode::Systematic, 16)
+    }
+}
+
+/// Adaptive default: a transport-declared loss of a source the peer has not
+/// reported yet is repaired at once, exactly once: neither a repeated loss
+/// signal nor the NC_ACK that later reports the loss (DIFF = 1 while the
+/// repair is in flight) causes a second repair.
+#[test]
+fn source_loss_triggers_one_adaptive_repair() {
+    let t = Instant::now();
+    let mut tx = NcSender::new(policy_cfg(PolicyKind::ADAPTIVE), t);
+    let mut rx = NcReceiver::new(16, 100);
+    let data = send_sources(&mut tx, 4, t);
+    rx.on_source(0, &data[0], t).unwrap();
+    rx.on_source(1, &data[1], t).unwrap();
+    let a = rx.ack();
+    let t1 = t + Duration::from_millis(5);
+    tx.on_ack(&a, t1).unwrap();
+    assert_eq!(tx.poll_transmit(false, t1), None, "nothing lost yet");
+    assert_eq!(tx.loss_estimate(), 0.0);
+
+    // Source 2 is declared lost by the transport before the peer reports it.
+    tx.on_source_lost(2, t1);
+    assert!(tx.loss_estimate() > 0.0, "the loss feeds the estimator");
+    assert_eq!(tx.poll_transmit(false, t1), Some(Transmit::Repair));
+    let (_, bytes) = tx.write_repair(1200, t1).unwrap();
+    let (Frame::Repair(r), _) = Frame::parse(&bytes).unwrap() else {
+        panic!("not a REPAIR")
+    };
+    assert!(r.first <= 2 && 2 < r.first + r.count, "repair reaches 2");
+    tx.on_source_lost(2, t1);
+    assert_eq!(
+        tx.poll_transmit(false, t1),
+        None,
+        "duplicate signal ignored"
+    );
+
+    // The peer then receives 3 and reports DIFF = 1: the repair in flight
+    // covers it.
+    rx.on_source(3, &data[3], t1).unwrap();
+    let a = rx.ack();
+    assert_eq!(a.diff, 1);
+    tx.on_ack(&a, t1 + Duration::from_millis(1)).unwrap();
+    assert_eq!(tx.poll_transmit(false, t1 + Duration::from_millis(1)), None);
+
+    // The repair arrives and recovers 2.
+    rx.on_repair(&r, t1).unwrap();
+    let got = rx.poll_recovered().unwrap();
+    assert_eq!((got.index, got.payload), (2, data[2].clone()));
+    assert_eq!(rx.ack().i_p, 4);
+}
+
+/// Unknown, already seen and acknowledged indexes are not losses.
+#[test]
+fn bogus_source_loss_signals_are_ignored() {
+    let t = Instant::now();
+    let mut tx = NcSender::new(policy_cfg(PolicyKind::ADAPTIVE), t);
+    let mut rx = NcReceiver::new(16, 100);
+    let data = send_sources(&mut tx, 3, t);
+    rx.on_source(0, &data[0], t).unwrap();
+    tx.on_ack(&rx.ack(), t).unwrap();
+    tx.on_source_acked(1, t);
+    for idx in [0, 1, 3, 1000, u64::MAX] {
+        tx.on_source_lost(idx, t);
+    }
+    tx.on_repair_lost(0, t); // no repair sent yet
+    assert_eq!(tx.loss_estimate(), 0.0);
+    assert_eq!(tx.poll_transmit(false, t), None);
+}
+
+/// FNC: the transport's loss declaration replaces the fourth uninterrupted
+/// DIFF, and the NC_ACKs that then report the same DIFF within an RTT do not
+/// trigger more repairs.
+#[test]
+fn source_loss_triggers_fnc_repair_without_four_acks() {
+    let t = Instant::now();
+    let mut tx = NcSender::new(policy_cfg(PolicyKind::Fnc), t);
+    tx.set_rtt(Duration::from_millis(50), Duration::from_millis(5));
+    let mut rx = NcReceiver::new(16, 100);
+    let data = send_sources(&mut tx, 4, t);
+    rx.on_source(0, &data[0], t).unwrap();
+    tx.on_ack(&rx.ack(), t).unwrap();
+    tx.on_source_lost(1, t);
+    assert_eq!(tx.poll_transmit(false, t), Some(Transmit::Repair));
+    tx.write_repair(1200, t).unwrap();
+    assert_eq!(tx.poll_transmit(false, t), None);
+    rx.on_source(2, &data[2], t).unwrap();
+    rx.on_source(3, &data[3], t).unwrap();
+    for k in 1..=5 {
+        let a = rx.ack();
+        assert_eq!(a.diff, 1);
+        let tk = t + Duration::from_millis(k);
+        tx.on_ack(&a, tk).unwrap();
+        assert_eq!(tx.poll_transmit(false, tk), None, "ack {k}");
+    }
+    // More than an RTT later the DIFF persists: FNC repeats (T_last rule).
+    let late = t + Duration::from_millis(200);
+    tx.on_ack(&rx.ack(), late).unwrap();
+    assert_eq!(tx.poll_transmit(false, late), Some(Transmit::Repair));
+}
+
+/// Fixed R only learns the loss rate; the transport's losses count until an
+/// NC_ACK sample covers them and are then not counted a second time.
+#[test]
+fn source_loss_estimate_is_not_counted_twice() {
+    let t = Instant::now();
+    let mut tx = NcSender::new(policy_cfg(PolicyKind::FixedR(1.0)), t);
+    let mut rx = NcReceiver::new(16, 100);
+    let data = send_sources(&mut tx, 16, t);
+    for (i, d) in data.iter().enumerate() {
+        if i != 5 {
+            rx.on_source(i as u64, d, t).unwrap();
+        }
+    }
+    tx.on_source_lost(5, t);
+    // Fresh estimate: prior 0 over 64 packets, 1 loss in 16 uncovered.
+    let fresh = 1.0 / (64.0 + 16.0);
+    assert!((tx.loss_estimate() - fresh).abs() < 1e-12);
+    assert_eq!(tx.poll_transmit(false, t), None, "fixed R sends no extra");
+    let a = rx.ack();
+    assert_eq!((a.max_seq, a.rx_source, a.diff), (16, 15, 1));
+    tx.on_ack(&a, t + Duration::from_millis(1)).unwrap();
+    // The NC_ACK sample (1 - 15/16) now carries the loss; EWMA weight 0.2.
+    let ewma = 0.2 * (1.0 - 15.0 / 16.0);
+    assert!(
+        (tx.loss_estimate() - ewma).abs() < 1e-12,
+        "{}",
+        tx.loss_estimate()
+    );
+}
+
+/// The receiver's advertised I_p is its delivery point: recovered symbols
+/// the application has not polled hold the sender's window, polling them
+/// asks for an NC_ACK, and the session then continues.
+#[test]
+fn unpolled_recovered_symbols_flow_control_the_sender() {
+    let t = Instant::now();
+    let c = SenderConfig {
+        policy: PolicyKind::FixedR(2.0),
+        ..cfg(Mode::Systematic, 4)
+    };
+    let mut tx = NcSender::new(c, t);
+    let mut rx = NcReceiver::new(4, 100);
+    // Every source lost, every repair received: all data is recovered.
+    let mut sent = 0u64;
+    // (Bounded: without flow control the sender would never stop.)
+    for _ in 0..100 {
+        if !tx.can_send_source() {
+            break;
+        }
+        assert_eq!(tx.poll_transmit(true, t), Some(Transmit::NewData));
+        tx.on_source_sent(&[sent as u8; 9], t).unwrap();
+        sent += 1;
+        assert_eq!(tx.poll_transmit(true, t), Some(Transmit::Repair));
+        let (_, b) = tx.write_repair(1200, t).unwrap();
+        rx.on_frame(&Frame::parse(&b).unwrap().0, t).unwrap();
+        tx.on_ack(&rx.ack(), t).unwrap();
+    }
+    // Decoded all four, but none polled: the sender is held at 4.
+    assert_eq!((sent, rx.decoder().i_p()), (4, 4));
+    assert_eq!(rx.ack().i_p, 0);
+    assert!(!tx.can_send_source());
+    assert!(!rx.wants_ack());
+    assert!(rx.memory().recovered == 4 && rx.memory().total_bytes() > 0);
+    assert_eq!(rx.poll_recovered().unwrap().index, 0);
+    assert!(rx.wants_ack(), "window update due");
+    tx.on_ack(&rx.ack(), t).unwrap();
+    assert!(tx.can_send_source());
+    assert_eq!(tx.on_source_sent(b"next", t).unwrap(), 4);
+}
+
+/// NC_ACKs cannot grow the event queue of an application that never polls
+/// it: progress events are coalesced.
+#[test]
+fn progress_events_are_coalesced() {
+    let t = Instant::now();
+    let mut tx = NcSender::new(policy_cfg(PolicyKind::FixedR(1.0)), t);
+    let mut rx = NcReceiver::new(16, 100);
+    for i in 0..200u64 {
+        while !tx.can_send_source() {
+            tx.on_ack(&rx.ack(), t).unwrap();
+        }
+        tx.on_source_sent(&[i as u8], t).unwrap();
+        rx.on_source(i, &[i as u8], t).unwrap();
+        tx.on_ack(&rx.ack(), t).unwrap();
+    }
+    let ev: Vec<_> = std::iter::from_fn(|| tx.poll_event()).collect();
+    assert_eq!(ev, vec![SenderEvent::Seen(200), SenderEvent::Decoded(200)]);
+}
+
+/// A repair loss counts once in the estimate, however often it is reported,
+/// and leaves the fresh part once an NC_ACK sample covers it.
+#[test]
+fn repair_loss_feeds_the_estimate_once() {
+    let t = Instant::now();
+    let mut tx = NcSender::new(policy_cfg(PolicyKind::FixedR(2.0)), t);
+    let mut rx = NcReceiver::new(16, 100);
+    let data = send_sources(&mut tx, 1, t);
+    let mut seqs = Vec::new();
+    for _ in 0..3 {
+        assert_eq!(tx.poll_transmit(false, t), Some(Transmit::Repair));
+        let (q, _) = tx.write_repair(1200, t).unwrap();
+        seqs.push(q);
+        tx.on_source_sent(&data[0], t).unwrap();
+    }
+    for _ in 0..3 {
+        tx.on_repair_lost(seqs[1], t);
+    }
+    tx.on_repair_lost(99, t); // never sent
+                              // 4 sources + 3 repairs uncovered, 1 loss.
+    let fresh = 1.0 / (64.0 + 7.0);
+    assert!(
+        (tx.loss_estimate() - fresh).abs() < 1e-12,
+        "{}",
+        tx.loss_estimate()
+    );
+    for i in 0..4u64 {
+        rx.on_source(i, &data[0], t).unwrap();
+    }
+    let mut a = rx.ack();
+    a.repair_seq_end = 3;
+    a.rx_repair = 2;
+    // Below the 16-packet sample size: no sample, the fresh part stays.
+    tx.on_ack(&a, t).unwrap();
+    assert!((tx.loss_estimate() - fresh).abs() < 1e-12);
+    tx.on_repair_lost(seqs[1], t);
+    assert!((tx.loss_estimate() - fresh).abs() < 1e-12, "still once");
+}
