@@ -92,6 +92,19 @@ pub struct HybridConfig {
     pub pacing_gain: f64,
     /// Use a CUBIC-shaped increase instead of linear increase.
     pub cubic_increase: bool,
+    /// Competitive mode: when a backoff by Equation (1) fails to drain the
+    /// queue (another flow holds it), behave like a loss-based competitor
+    /// until the queue drains (see [`Hybrid::competitive`]). Off by default:
+    /// it buys a fair share against quiche's CUBIC, which rolls back most of
+    /// its own backoffs, at the price of taking 1.4-2x the share of a CUBIC
+    /// that does not (docs/results.md §5, docs/congestion.md).
+    pub competitive: bool,
+    /// In competitive mode, a round's losses below `max(2, this fraction of
+    /// the window in packets)` do not reduce the window (as quiche's CUBIC
+    /// rolls such "spurious" congestion events back).
+    pub competitive_loss_frac: f64,
+    /// Backoff factor in competitive mode.
+    pub competitive_beta: f64,
 }
 
 impl Default for HybridConfig {
@@ -114,6 +127,9 @@ impl Default for HybridConfig {
             hystart: true,
             pacing_gain: 1.25,
             cubic_increase: false,
+            competitive: false,
+            competitive_loss_frac: 0.1,
+            competitive_beta: 0.7,
         }
     }
 }
@@ -162,6 +178,8 @@ pub struct HybridStats {
     pub ignored_loss_events: u64,
     /// Slow-start exits on delay increase.
     pub hystart_exits: u64,
+    /// Entries into competitive mode.
+    pub competitive_entries: u64,
 }
 
 /// The hybrid controller. See the module documentation.
@@ -215,6 +233,14 @@ pub struct Hybrid {
     /// (time, cumulative bytes acked) of the last `ACK_HISTORY` ACK events.
     ack_history: std::collections::VecDeque<(Instant, u64)>,
     acked_bytes: u64,
+    /// Whether another flow holds the queue (see [`Hybrid::competitive`]).
+    competitive: bool,
+    /// After a delay backoff: when to check that the queue drained, and the
+    /// queueing delay before the backoff.
+    drain_check: Option<(Instant, Duration)>,
+    /// Backoffs taken in competitive mode (every fourth probes with
+    /// Equation (1)).
+    competitive_backoffs: u64,
 }
 
 /// ACK events kept for the short-term delivery-rate estimate.
@@ -263,8 +289,23 @@ impl Hybrid {
             hs_recent: std::collections::VecDeque::with_capacity(HS_SAMPLES),
             ack_history: std::collections::VecDeque::with_capacity(ACK_HISTORY),
             acked_bytes: 0,
+            competitive: false,
+            drain_check: None,
+            competitive_backoffs: 0,
             cfg,
         }
+    }
+
+    /// Whether the controller is in competitive mode: its last backoff by
+    /// Equation (1), which drains a queue the flow built itself, left the
+    /// queueing delay above half of what it was (so another flow holds the
+    /// queue, typically a loss-based one that fills the buffer). It then
+    /// grows like CUBIC and backs off by `competitive_beta` only on rounds
+    /// losing at least `max(2, competitive_loss_frac * window)` packets;
+    /// every fourth backoff uses Equation (1) again to test whether it is
+    /// alone. It leaves the mode as soon as the queue is seen empty.
+    pub fn competitive(&self) -> bool {
+        self.competitive
     }
 
     /// Counters.
@@ -474,6 +515,7 @@ impl Controller for Hybrid {
             out("queueing_delay_ms", q.as_secs_f64() * 1e3);
         }
         out("queue_detected", self.queue_detected() as u8 as f64);
+        out("competitive", self.competitive as u8 as f64);
         out("erasure_rate", self.erasure_rate());
         out("excess_threshold", self.excess_threshold());
     }
@@ -553,6 +595,24 @@ impl Controller for Hybrid {
         self.round_lost += ev.lost.len() as f64;
         self.round_lost_stat += ev.lost.len() as f64;
 
+        if self.cfg.competitive {
+            if let Some((at, before)) = self.drain_check {
+                if ev.now >= at {
+                    self.drain_check = None;
+                    let now_q = self.queueing_delay().unwrap_or_default();
+                    let held = now_q > self.queue_tolerance().max(before / 2);
+                    if held && !self.competitive {
+                        self.stats.competitive_entries += 1;
+                        self.cubic.reset();
+                    }
+                    self.competitive = held;
+                }
+            }
+            if self.competitive && !self.queue_detected() {
+                self.competitive = false;
+            }
+        }
+
         if ev.lost.iter().any(|l| self.send.loss_counts(l.pkt_num)) {
             let beta_delay = self.delay_beta();
             // The detector needs a calibrated erasure rate: until the coding
@@ -564,11 +624,28 @@ impl Controller for Hybrid {
             // Losses that come with queueing markedly more often than without
             // it are (partly) overflow: back off like a loss-based flow.
             let correlated = self.last_ack_queued && self.loss_delay_correlated();
-            let beta = if excess || correlated {
+            let mut beta = if excess || correlated {
                 beta_delay.min(self.cfg.excess_beta)
             } else {
                 beta_delay
             };
+            let mut probe = false;
+            if self.competitive {
+                let floor = if self.cfg.competitive_loss_frac > 0.0 {
+                    (self.cfg.competitive_loss_frac * self.cwnd / mss).max(2.0)
+                } else {
+                    0.0
+                };
+                if self.round_lost < floor {
+                    beta = 1.0;
+                } else {
+                    self.competitive_backoffs += 1;
+                    probe = self.competitive_backoffs % 4 == 0;
+                    if !probe {
+                        beta = beta.max(self.cfg.competitive_beta);
+                    }
+                }
+            }
             self.last_beta = Some(beta);
             if beta < 1.0 {
                 if excess && beta_delay >= self.cfg.excess_beta {
@@ -578,9 +655,18 @@ impl Controller for Hybrid {
                 } else {
                     self.stats.delay_backoffs += 1;
                 }
+                let queue_before = self.queueing_delay().filter(|_| self.queue_detected());
                 self.backoff(ev.now, beta);
                 // The losses that triggered this backoff are accounted for.
                 self.round_lost = 0.0;
+                // An Equation (1) backoff should drain the queue this flow
+                // built: check two RTTs later.
+                if self.cfg.competitive && (!self.competitive || probe) {
+                    if let Some(q) = queue_before {
+                        let wait = (self.srtt * 2).max(Duration::from_millis(10));
+                        self.drain_check = Some((ev.now + wait, q));
+                    }
+                }
             } else {
                 self.stats.ignored_loss_events += 1;
             }
@@ -636,7 +722,7 @@ impl Controller for Hybrid {
             for a in ev.acked {
                 if self.slow_start {
                     self.cwnd += a.bytes as f64;
-                } else if self.cfg.cubic_increase {
+                } else if self.cfg.cubic_increase || self.competitive {
                     let mut w = self.cwnd / mss;
                     let rtt = self.rtt_min.get().unwrap_or(self.srtt);
                     self.cubic.on_ack(ev.now, rtt, &mut w, a.bytes as f64 / mss);
@@ -699,6 +785,8 @@ impl Controller for Hybrid {
             "slow_start"
         } else if self.send.in_recovery() {
             "recovery"
+        } else if self.competitive {
+            "competitive"
         } else {
             "congestion_avoidance"
         }

@@ -338,17 +338,21 @@ pub enum Algorithm {
     VegasTcpNc,
     /// [`Hybrid`], the default for coded connections.
     Hybrid,
+    /// [`Hybrid`] with its competitive mode on
+    /// ([`HybridConfig::competitive`]).
+    HybridCompetitive,
 }
 
 impl Algorithm {
     /// All algorithms.
-    pub const ALL: [Algorithm; 6] = [
+    pub const ALL: [Algorithm; 7] = [
         Algorithm::Aimd,
         Algorithm::Cubic,
         Algorithm::Ctcp,
         Algorithm::Vegas,
         Algorithm::VegasTcpNc,
         Algorithm::Hybrid,
+        Algorithm::HybridCompetitive,
     ];
 
     /// The name accepted by [`str::parse`].
@@ -360,6 +364,7 @@ impl Algorithm {
             Algorithm::Vegas => "vegas",
             Algorithm::VegasTcpNc => "vegas-nc",
             Algorithm::Hybrid => "hybrid",
+            Algorithm::HybridCompetitive => "hybrid-competitive",
         }
     }
 
@@ -388,6 +393,11 @@ impl Algorithm {
             })),
             Algorithm::Hybrid => Box::new(Hybrid::new(HybridConfig {
                 common,
+                ..Default::default()
+            })),
+            Algorithm::HybridCompetitive => Box::new(Hybrid::new(HybridConfig {
+                common,
+                competitive: true,
                 ..Default::default()
             })),
         }

@@ -388,3 +388,47 @@ fn hybrid_reacts_to_overflow_on_a_shallow_buffer() {
         assert!(q <= limit, "{us} us: hybrid/cubic {q}");
     }
 }
+
+/// Hybrid's competitive mode (off by default): against a CUBIC flow that
+/// holds the queue it takes a larger share than the default hybrid, while
+/// alone on a loss-free link it never enters the mode (its own Equation (1)
+/// backoff drains the queue) and so keeps the default's zero queue drops at
+/// 10% random loss.
+#[test]
+fn hybrid_competitive_mode_claims_share_only_against_a_queue_holder() {
+    use congestion::sim::CodingModel;
+    use congestion::{Hybrid, HybridConfig};
+    let competitive = || {
+        let h = Hybrid::new(HybridConfig {
+            competitive: true,
+            ..HybridConfig::default()
+        });
+        FlowSpec::new("hybrid-c", Box::new(h), ms(40))
+            .paced()
+            .with_coding(CodingModel::full())
+    };
+    let link = LinkConfig::bdp_buffer(20.0, ms(40));
+    let default = ratio(&pair(
+        Algo::Hybrid.flow(ms(40)),
+        Algo::Cubic.flow(ms(40)),
+        link.clone(),
+        secs(30),
+        secs(10),
+    ));
+    let comp = ratio(&pair(
+        competitive(),
+        Algo::Cubic.flow(ms(40)),
+        link,
+        secs(30),
+        secs(10),
+    ));
+    assert!(comp > default, "competitive {comp} vs default {default}");
+
+    // Alone with random loss: no standing queue held by others.
+    let lossy = LinkConfig::bdp_buffer(20.0, ms(40)).with_loss(0.1, 0.1);
+    let mut sim = Simulation::new(lossy);
+    sim.add_flow(competitive());
+    let r = sim.run(secs(30), secs(5));
+    assert!(r.utilisation >= 0.90, "{}", r.utilisation);
+    assert_eq!(r.flows[0].queue_drops, 0);
+}

@@ -34,7 +34,7 @@ pub fn resolve(name: &str) -> Result<Choice, String> {
         "cubic" => Choice::Quiche(quiche::CongestionControlAlgorithm::CUBIC),
         "bbr2" => Choice::Quiche(quiche::CongestionControlAlgorithm::Bbr2Gcongestion),
         // Our CUBIC model exists for simulations; on the wire, quiche's.
-        "aimd" | "hybrid" | "ctcp" | "vegas" | "vegas-nc" => {
+        "aimd" | "hybrid" | "hybrid-competitive" | "ctcp" | "vegas" | "vegas-nc" => {
             Choice::Ours(name.parse::<Algorithm>()?)
         }
         other => {
