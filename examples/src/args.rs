@@ -17,8 +17,8 @@ pub const DEFAULT_PACING_SLACK_US: u64 = 1_000;
 /// Transport flags shared by `qnc-server` and `qnc-client`.
 #[derive(Args, Debug, Clone)]
 pub struct TransportArgs {
-    /// Congestion controller: reno, cubic, bbr2 (quiche's) or hybrid, ctcp,
-    /// vegas, vegas-nc, aimd (ours).
+    /// Congestion controller: reno, cubic, bbr2 (quiche's) or hybrid,
+    /// hybrid-competitive, ctcp, vegas, vegas-nc, aimd (ours).
     #[arg(long, value_name = "NAME", default_value = crate::cc::DEFAULT,
           value_parser = crate::cc::validate)]
     pub cc: String,
