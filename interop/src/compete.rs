@@ -30,8 +30,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::experiment::{
-    as_f64, as_u64, check_interrupted, json_objects, sanitize, start_listening, LossCase, Options,
-    Proc,
+    as_f64, as_u64, check_interrupted, json_objects, linkem_command, sanitize, start_listening,
+    LossCase, Options, Proc,
 };
 use crate::relay::Stats;
 
@@ -310,36 +310,9 @@ fn compete_inner(
     }
 
     let stats_path = dir.join("linkem.json");
-    let delay = format!("{}us", (opts.rtt / 2).as_micros());
+    let upstreams: Vec<&str> = servers.iter().map(|(_, a)| a.as_str()).collect();
     let (mut emu, emu_addr) = start_listening("linkem", dir, deadline, |port| {
-        let mut c = Command::new(&opts.linkem);
-        if let Some(spin) = &opts.spin {
-            c.arg("--spin").arg(spin);
-        }
-        if opts.no_realtime {
-            c.arg("--no-realtime");
-        }
-        c.arg("--listen").arg(format!("127.0.0.1:{port}"));
-        for (_, addr) in &servers {
-            c.arg("--upstream").arg(addr);
-        }
-        c.arg("--max-clients")
-            .arg(servers.len().to_string())
-            .arg("--rate")
-            .arg(opts.rate_bps.to_string())
-            .arg("--delay")
-            .arg(&delay)
-            .arg("--buffer")
-            .arg(&opts.buffer)
-            .arg("--loss")
-            .arg(&loss.spec)
-            .arg("--loss-position")
-            .arg(&opts.loss_position)
-            .arg("--seed")
-            .arg(seed.to_string())
-            .arg("--stats")
-            .arg(&stats_path);
-        c
+        linkem_command(opts, port, &upstreams, loss, seed, &stats_path)
     })?;
 
     let url = format!("https://{emu_addr}/bytes/{}", opts.size);

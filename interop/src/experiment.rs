@@ -639,6 +639,48 @@ pub(crate) fn sanitize(s: &str) -> String {
         .collect()
 }
 
+/// The `linkem` command for one run: the experiment's link (rate, half the
+/// RTT each way, buffer, loss, seed) listening on `port`, relaying client k
+/// to `upstreams[k]`.
+pub(crate) fn linkem_command(
+    opts: &Options,
+    port: u16,
+    upstreams: &[&str],
+    loss: &LossCase,
+    seed: u64,
+    stats_path: &Path,
+) -> Command {
+    let mut c = Command::new(&opts.linkem);
+    if let Some(spin) = &opts.spin {
+        c.arg("--spin").arg(spin);
+    }
+    if opts.no_realtime {
+        c.arg("--no-realtime");
+    }
+    c.arg("--listen").arg(format!("127.0.0.1:{port}"));
+    for u in upstreams {
+        c.arg("--upstream").arg(u);
+    }
+    if upstreams.len() > 1 {
+        c.arg("--max-clients").arg(upstreams.len().to_string());
+    }
+    c.arg("--rate")
+        .arg(opts.rate_bps.to_string())
+        .arg("--delay")
+        .arg(format!("{}us", (opts.rtt / 2).as_micros()))
+        .arg("--buffer")
+        .arg(&opts.buffer)
+        .arg("--loss")
+        .arg(&loss.spec)
+        .arg("--loss-position")
+        .arg(&opts.loss_position)
+        .arg("--seed")
+        .arg(seed.to_string())
+        .arg("--stats")
+        .arg(stats_path);
+    c
+}
+
 fn run_inner(
     opts: &Options,
     cc: &str,
@@ -673,35 +715,8 @@ fn run_inner(
     })?;
 
     let stats_path = dir.join("linkem.json");
-    let half = opts.rtt / 2;
-    let delay = format!("{}us", half.as_micros());
     let (mut emu, emu_addr) = start_listening("linkem", dir, deadline, |port| {
-        let mut c = Command::new(&opts.linkem);
-        if let Some(spin) = &opts.spin {
-            c.arg("--spin").arg(spin);
-        }
-        if opts.no_realtime {
-            c.arg("--no-realtime");
-        }
-        c.arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--upstream")
-            .arg(&server_addr)
-            .arg("--rate")
-            .arg(opts.rate_bps.to_string())
-            .arg("--delay")
-            .arg(&delay)
-            .arg("--buffer")
-            .arg(&opts.buffer)
-            .arg("--loss")
-            .arg(&loss.spec)
-            .arg("--loss-position")
-            .arg(&opts.loss_position)
-            .arg("--seed")
-            .arg(seed.to_string())
-            .arg("--stats")
-            .arg(&stats_path);
-        c
+        linkem_command(opts, port, &[server_addr.as_str()], loss, seed, &stats_path)
     })?;
 
     let url = format!("https://{emu_addr}/bytes/{}", opts.size);
