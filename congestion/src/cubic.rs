@@ -1,6 +1,12 @@
 //! A simple CUBIC-like controller (RFC 9438 shape: beta 0.7, C 0.4,
 //! Reno-friendly region, fast convergence), used as a competing flow in the
 //! simulator. Not a full RFC 9438 implementation (no HyStart++).
+//!
+//! With [`CubicConfig::rollback_frac`] it also models quiche's handling of
+//! "spurious" congestion events: when the recovery period that followed a
+//! backoff ends having lost fewer than `max(2, rollback_frac * window)`
+//! further packets, the backoff is undone. quiche 0.30 uses 0.2, which makes
+//! it ignore isolated drops (docs/results.md §5).
 
 use std::time::{Duration, Instant};
 
@@ -18,6 +24,9 @@ pub struct CubicConfig {
     pub c: f64,
     /// Pacing gain over cwnd/sRTT reported by `pacing_rate` (`None`: no rate).
     pub pacing_gain: Option<f64>,
+    /// Undo a backoff whose recovery lost fewer than `max(2, this fraction
+    /// of the window in packets)` further packets (`None`: never undo).
+    pub rollback_frac: Option<f64>,
 }
 
 impl Default for CubicConfig {
@@ -27,6 +36,7 @@ impl Default for CubicConfig {
             beta: 0.7,
             c: 0.4,
             pacing_gain: None,
+            rollback_frac: None,
         }
     }
 }
@@ -41,6 +51,12 @@ pub struct Cubic {
     growth: CubicGrowth,
     srtt: Duration,
     backoffs: u64,
+    /// Packets declared lost so far.
+    lost_total: u64,
+    /// State before the last backoff, and `lost_total` at that backoff,
+    /// while its recovery period lasts (rollback model only).
+    prior: Option<(f64, f64, CubicGrowth, u64)>,
+    rollbacks: u64,
 }
 
 impl Cubic {
@@ -53,6 +69,9 @@ impl Cubic {
             growth: CubicGrowth::new(cfg.c),
             srtt: cfg.common.initial_rtt,
             backoffs: 0,
+            lost_total: 0,
+            prior: None,
+            rollbacks: 0,
             cfg,
         }
     }
@@ -60,6 +79,11 @@ impl Cubic {
     /// Number of window reductions so far.
     pub fn backoffs(&self) -> u64 {
         self.backoffs
+    }
+
+    /// Number of window reductions undone (rollback model).
+    pub fn rollbacks(&self) -> u64 {
+        self.rollbacks
     }
 
     fn in_slow_start(&self) -> bool {
@@ -83,7 +107,38 @@ impl Controller for Cubic {
         self.srtt = ev.rtt.smoothed;
         self.send.on_acked(ev.acked);
         let mss = self.cfg.common.mss as f64;
+        self.lost_total += ev.lost.len() as u64;
+        // Recovery ends with the first acknowledgement of a packet sent
+        // after the backoff: undo it if few further packets were lost.
+        if let (Some(frac), Some(&(cwnd, ssthresh, _, lost_at))) =
+            (self.cfg.rollback_frac, self.prior.as_ref())
+        {
+            if ev
+                .acked
+                .iter()
+                .any(|a| !self.send.sent_before_backoff(a.pkt_num))
+            {
+                let threshold = (frac * self.cwnd / mss).max(2.0);
+                let new_lost = (self.lost_total - lost_at) as f64;
+                if new_lost < threshold && cwnd >= ssthresh && self.cwnd < cwnd {
+                    let (cwnd, ssthresh, growth, _) = self.prior.take().unwrap();
+                    self.cwnd = cwnd;
+                    self.ssthresh = ssthresh;
+                    self.growth = growth;
+                    self.rollbacks += 1;
+                }
+                self.prior = None;
+            }
+        }
         if ev.lost.iter().any(|l| self.send.loss_counts(l.pkt_num)) {
+            if self.cfg.rollback_frac.is_some() {
+                self.prior = Some((
+                    self.cwnd,
+                    self.ssthresh,
+                    self.growth.clone(),
+                    self.lost_total,
+                ));
+            }
             let before = self.cwnd;
             self.cwnd = (self.cwnd * self.cfg.beta).max(self.cfg.common.min_window());
             self.ssthresh = self.cwnd;

@@ -640,7 +640,7 @@ impl Controller for Hybrid {
                     beta = 1.0;
                 } else {
                     self.competitive_backoffs += 1;
-                    probe = self.competitive_backoffs % 4 == 0;
+                    probe = self.competitive_backoffs.is_multiple_of(4);
                     if !probe {
                         beta = beta.max(self.cfg.competitive_beta);
                     }

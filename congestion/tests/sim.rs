@@ -411,7 +411,7 @@ fn hybrid_competitive_mode_claims_share_only_against_a_queue_holder() {
     let default = ratio(&pair(
         Algo::Hybrid.flow(ms(40)),
         Algo::Cubic.flow(ms(40)),
-        link.clone(),
+        link,
         secs(30),
         secs(10),
     ));
@@ -431,4 +431,60 @@ fn hybrid_competitive_mode_claims_share_only_against_a_queue_holder() {
     let r = sim.run(secs(30), secs(5));
     assert!(r.utilisation >= 0.90, "{}", r.utilisation);
     assert_eq!(r.flows[0].queue_drops, 0);
+}
+
+/// The emulated link showed quiche's CUBIC starving hybrid (share 0.09,
+/// docs/results.md §5) where this simulator's CUBIC predicts parity. With
+/// quiche's rollback of "spurious" congestion events modelled, the
+/// simulator reproduces both that CUBIC keeps most of the link alone at 1%
+/// loss (measured here: 0.96 against 0.15 without rollback; the link gave
+/// 0.89) and that it starves the default hybrid (0.03; the link gave 0.09).
+/// Hybrid's competitive mode wins back a share, but much less than on the
+/// link (0.06 here against 0.6-1.0 there): the simulator does not explain
+/// that part yet.
+#[test]
+fn cubic_with_rollback_reproduces_the_emulated_link() {
+    use congestion::sim::CodingModel;
+    use congestion::{Hybrid, HybridConfig};
+    let alone = |algo: Algo| {
+        let link = LinkConfig::bdp_buffer(20.0, ms(40)).with_loss(0.01, 0.01);
+        let mut sim = Simulation::new(link);
+        sim.add_flow(algo.flow(ms(40)));
+        sim.run(secs(30), secs(5)).utilisation
+    };
+    let (plain, rollback) = (alone(Algo::Cubic), alone(Algo::CubicRollback));
+    println!("cubic alone at 1%: plain {plain:.3}, rollback {rollback:.3}");
+    assert!(rollback > plain + 0.2, "plain {plain}, rollback {rollback}");
+
+    let link = LinkConfig::bdp_buffer(20.0, ms(40));
+    let default = ratio(&pair(
+        Algo::Hybrid.flow(ms(40)),
+        Algo::CubicRollback.flow(ms(40)),
+        link,
+        secs(30),
+        secs(10),
+    ));
+    let competitive = FlowSpec::new(
+        "hybrid-c",
+        Box::new(Hybrid::new(HybridConfig {
+            competitive: true,
+            ..HybridConfig::default()
+        })),
+        ms(40),
+    )
+    .paced()
+    .with_coding(CodingModel::full());
+    let comp = ratio(&pair(
+        competitive,
+        Algo::CubicRollback.flow(ms(40)),
+        link,
+        secs(30),
+        secs(10),
+    ));
+    println!("vs cubic-rollback: hybrid {default:.3}, hybrid-competitive {comp:.3}");
+    assert!(default < 0.5, "default hybrid {default}");
+    assert!(
+        comp > 1.5 * default,
+        "competitive {comp} vs default {default}"
+    );
 }

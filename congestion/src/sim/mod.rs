@@ -925,6 +925,9 @@ pub enum Algo {
     Aimd,
     /// [`crate::Cubic`] with defaults, unpaced.
     Cubic,
+    /// [`crate::Cubic`] with quiche's rollback of "spurious" congestion
+    /// events ([`crate::CubicConfig::rollback_frac`] 0.2), unpaced.
+    CubicRollback,
     /// [`crate::Ctcp`] with defaults, paced.
     Ctcp,
     /// [`crate::Ctcp`] with the CUBIC-shaped increase, paced.
@@ -945,6 +948,7 @@ impl Algo {
         match self {
             Algo::Aimd => "aimd",
             Algo::Cubic => "cubic",
+            Algo::CubicRollback => "cubic-rollback",
             Algo::Ctcp => "ctcp",
             Algo::CtcpCubic => "ctcp-cubic",
             Algo::Hybrid => "hybrid",
@@ -964,6 +968,11 @@ impl Algo {
             })),
             Algo::Cubic => Box::new(Cubic::new(CubicConfig {
                 common,
+                ..Default::default()
+            })),
+            Algo::CubicRollback => Box::new(Cubic::new(CubicConfig {
+                common,
+                rollback_frac: Some(0.2),
                 ..Default::default()
             })),
             Algo::Ctcp => Box::new(Ctcp::new(CtcpConfig {
@@ -994,7 +1003,7 @@ impl Algo {
         let mut spec = FlowSpec::new(self.name(), self.build(common), rtt);
         spec.mss = common.mss;
         match self {
-            Algo::Aimd | Algo::Cubic => spec,
+            Algo::Aimd | Algo::Cubic | Algo::CubicRollback => spec,
             Algo::Hybrid | Algo::VegasNc => spec.paced().with_coding(CodingModel::full()),
             _ => spec.paced(),
         }
