@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use crate::experiment::{
     as_f64, as_u64, check_interrupted, json_objects, linkem_command, sanitize, start_listening,
-    LossCase, Options, Proc,
+    start_server, LossCase, Options, Proc,
 };
 use crate::relay::Stats;
 
@@ -193,36 +193,6 @@ fn snapshot(emu: &mut Proc, path: &Path, deadline: Instant) -> Result<Stats, Str
     }
 }
 
-fn start_server(
-    opts: &Options,
-    cc: &str,
-    tag: &str,
-    dir: &Path,
-    certs: &Path,
-    deadline: Instant,
-    idle_ms: u64,
-) -> Result<(Proc, String), String> {
-    let root = dir.join(format!("root-{tag}"));
-    std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
-    start_listening(&format!("qnc-server-{tag}"), dir, deadline, |port| {
-        let mut c = Command::new(opts.bin_dir.join("qnc-server"));
-        c.arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--root")
-            .arg(&root)
-            .arg("--cert")
-            .arg(certs.join("cert.pem"))
-            .arg("--key")
-            .arg(certs.join("key.pem"))
-            .arg("--cc")
-            .arg(cc)
-            .arg("--idle-timeout")
-            .arg(idle_ms.to_string())
-            .arg("--stats-json");
-        c
-    })
-}
-
 fn start_client(
     opts: &Options,
     cc: &str,
@@ -304,7 +274,10 @@ fn compete_inner(
     let tags = ["a", "b"];
     let mut servers = Vec::new();
     for (k, cc) in pair.iter().enumerate() {
-        let (p, addr) = start_server(opts, cc, tags[k], dir, certs, deadline, idle_ms)?;
+        let root = dir.join(format!("root-{}", tags[k]));
+        std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
+        let label = format!("qnc-server-{}", tags[k]);
+        let (p, addr) = start_server(opts, cc, &label, &root, dir, certs, deadline, idle_ms)?;
         r.flows[k].server = Some(addr.clone());
         servers.push((p, addr));
     }

@@ -639,6 +639,38 @@ pub(crate) fn sanitize(s: &str) -> String {
         .collect()
 }
 
+/// Starts `qnc-server` with controller `cc` serving `root`, logging under
+/// `label`; returns the process and its address.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn start_server(
+    opts: &Options,
+    cc: &str,
+    label: &str,
+    root: &Path,
+    dir: &Path,
+    certs: &Path,
+    deadline: Instant,
+    idle_ms: u64,
+) -> Result<(Proc, String), String> {
+    start_listening(label, dir, deadline, |port| {
+        let mut c = Command::new(opts.bin_dir.join("qnc-server"));
+        c.arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--root")
+            .arg(root)
+            .arg("--cert")
+            .arg(certs.join("cert.pem"))
+            .arg("--key")
+            .arg(certs.join("key.pem"))
+            .arg("--cc")
+            .arg(cc)
+            .arg("--idle-timeout")
+            .arg(idle_ms.to_string())
+            .arg("--stats-json");
+        c
+    })
+}
+
 /// The `linkem` command for one run: the experiment's link (rate, half the
 /// RTT each way, buffer, loss, seed) listening on `port`, relaying client k
 /// to `upstreams[k]`.
@@ -696,23 +728,8 @@ fn run_inner(
     std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
     let idle_ms = 5_000u64;
 
-    let (mut server, server_addr) = start_listening("qnc-server", dir, deadline, |port| {
-        let mut c = Command::new(opts.bin_dir.join("qnc-server"));
-        c.arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--root")
-            .arg(&root)
-            .arg("--cert")
-            .arg(certs.join("cert.pem"))
-            .arg("--key")
-            .arg(certs.join("key.pem"))
-            .arg("--cc")
-            .arg(cc)
-            .arg("--idle-timeout")
-            .arg(idle_ms.to_string())
-            .arg("--stats-json");
-        c
-    })?;
+    let (mut server, server_addr) =
+        start_server(opts, cc, "qnc-server", &root, dir, certs, deadline, idle_ms)?;
 
     let stats_path = dir.join("linkem.json");
     let (mut emu, emu_addr) = start_listening("linkem", dir, deadline, |port| {
