@@ -38,6 +38,7 @@ fn single_flow_table() {
         Algo::Aimd,
         Algo::Cubic,
         Algo::Ctcp,
+        Algo::CtcpRoundMin,
         Algo::Hybrid,
         Algo::VegasNc,
         Algo::Bbr,
@@ -123,6 +124,8 @@ fn pair_table() {
         (Algo::Ctcp, 40, Algo::Ctcp, 40, 0.0),
         (Algo::Ctcp, 40, Algo::Aimd, 40, 0.0),
         (Algo::Ctcp, 40, Algo::Cubic, 40, 0.0),
+        (Algo::CtcpRoundMin, 40, Algo::CtcpRoundMin, 40, 0.0),
+        (Algo::CtcpRoundMin, 40, Algo::Cubic, 40, 0.0),
         (Algo::Hybrid, 40, Algo::Hybrid, 40, 0.0),
         (Algo::Hybrid, 40, Algo::Aimd, 40, 0.0),
         (Algo::Hybrid, 40, Algo::Cubic, 40, 0.0),
@@ -193,16 +196,16 @@ fn rtt_table() {
     println!(
         "Ratio of the 40 ms flow's throughput to the 80 ms flow's; (T_j/T_i)^2 = 4, T_j/T_i = 2."
     );
-    println!("Loss-free: mean over start offsets 0/250/500/1000 ms. Lossy: mean over seeds 1..3 (p on data only).");
+    println!("Loss-free: 8 start offsets of the 80 ms flow (300..2600 ms, as in tests/sim.rs), geometric mean. Lossy: seeds 1..3 (p on data only), geometric mean.");
     println!("40 s runs measured over 10..40 s.");
     println!();
     println!("| algo | buffer | p | runs | mean ratio |");
     println!("|---|---|---|---|---|");
-    for algo in [Algo::Aimd, Algo::Ctcp, Algo::Hybrid] {
+    for algo in [Algo::Aimd, Algo::Ctcp, Algo::CtcpRoundMin, Algo::Hybrid] {
         for (buf, p) in [(40u64, 0.0), (40, 0.005), (10, 0.005), (160, 0.0)] {
             let mut v = Vec::new();
             if p == 0.0 {
-                for start in [0, 250, 500, 1000] {
+                for start in [300, 500, 750, 1100, 1300, 1700, 2100, 2600] {
                     let link = LinkConfig::bdp_buffer(20.0, ms(buf));
                     let r = run(
                         link,
@@ -226,7 +229,7 @@ fn rtt_table() {
                     v.push(r.flows[0].throughput_bps / r.flows[1].throughput_bps);
                 }
             }
-            let mean = v.iter().sum::<f64>() / v.len() as f64;
+            let mean = (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp();
             let runs: Vec<String> = v.iter().map(|x| format!("{x:.2}")).collect();
             println!(
                 "| {} | {} ms | {:.3} | {} | {:.2} |",
@@ -248,7 +251,7 @@ fn jitter_table() {
     println!();
     println!("| algo | p | J = 0 | J = 2 ms | J = 5 ms | J = 10 ms |");
     println!("|---|---|---|---|---|---|");
-    for algo in [Algo::Ctcp, Algo::Hybrid, Algo::VegasNc] {
+    for algo in [Algo::Ctcp, Algo::CtcpRoundMin, Algo::Hybrid, Algo::VegasNc] {
         for p in [0.02, 0.10] {
             let mut cells = Vec::new();
             for j in [0, 2, 5, 10] {
@@ -271,7 +274,13 @@ fn shallow_table() {
     println!();
     println!("| flow A | buffer 1.5 ms (3 pkts) | 4 ms (8 pkts) | 10 ms (25% BDP) | 40 ms (BDP) |");
     println!("|---|---|---|---|---|");
-    for algo in [Algo::Aimd, Algo::Cubic, Algo::Ctcp, Algo::Hybrid] {
+    for algo in [
+        Algo::Aimd,
+        Algo::Cubic,
+        Algo::Ctcp,
+        Algo::CtcpRoundMin,
+        Algo::Hybrid,
+    ] {
         let mut cells = Vec::new();
         for buf_us in [1500u64, 4000, 10000, 40000] {
             let mut link = LinkConfig::bdp_buffer(20.0, ms(40));
@@ -298,7 +307,13 @@ fn shallow_table() {
     println!();
     println!("| algo | buffer 1.5 ms | 4 ms | 10 ms | 40 ms |");
     println!("|---|---|---|---|---|");
-    for algo in [Algo::Aimd, Algo::Cubic, Algo::Ctcp, Algo::Hybrid] {
+    for algo in [
+        Algo::Aimd,
+        Algo::Cubic,
+        Algo::Ctcp,
+        Algo::CtcpRoundMin,
+        Algo::Hybrid,
+    ] {
         let mut cells = Vec::new();
         for buf_us in [1500u64, 4000, 10000, 40000] {
             let mut link = LinkConfig::bdp_buffer(20.0, ms(40));
@@ -317,7 +332,7 @@ fn shallow_table() {
     println!();
     println!("| algo | p | buffer 1.5 ms | 4 ms | 10 ms | 40 ms |");
     println!("|---|---|---|---|---|---|");
-    for algo in [Algo::Ctcp, Algo::Hybrid] {
+    for algo in [Algo::Ctcp, Algo::CtcpRoundMin, Algo::Hybrid] {
         for p in [0.02, 0.10] {
             let mut cells = Vec::new();
             for buf_us in [1500u64, 4000, 10000, 40000] {

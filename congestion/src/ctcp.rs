@@ -48,6 +48,13 @@ pub struct CtcpConfig {
     pub freeze_in_recovery: bool,
     /// Pacing gain over cwnd/sRTT reported by `pacing_rate` (`None`: no rate).
     pub pacing_gain: Option<f64>,
+    /// The `RTT` of Equation (1): the latest sample (`false`, as published,
+    /// the default) or the minimum sample over the last smoothed RTT
+    /// (`true`). The round minimum ignores the transient queue of pacing
+    /// bursts and ACK jitter (98% instead of 89% utilisation at 10% random
+    /// loss in the simulator) but also the small standing queue of a shallow
+    /// buffer, where it then backs off too little (docs/congestion.md §2.1).
+    pub round_min_rtt: bool,
 }
 
 impl Default for CtcpConfig {
@@ -62,6 +69,7 @@ impl Default for CtcpConfig {
             cubic_c: 0.4,
             freeze_in_recovery: false,
             pacing_gain: Some(1.25),
+            round_min_rtt: false,
         }
     }
 }
@@ -78,6 +86,7 @@ pub struct Ctcp {
     cubic: CubicGrowth,
     rtt_min: WindowedMin<Duration>,
     latest_rtt: Option<Duration>,
+    round_rtt: WindowedMin<Duration>,
     srtt: Duration,
     last_beta: Option<f64>,
     backoffs: u64,
@@ -95,6 +104,7 @@ impl Ctcp {
             cubic: CubicGrowth::new(cfg.cubic_c),
             rtt_min: WindowedMin::new(cfg.rtt_min_window),
             latest_rtt: None,
+            round_rtt: WindowedMin::new(cfg.common.initial_rtt),
             srtt: cfg.common.initial_rtt,
             last_beta: None,
             backoffs: 0,
@@ -124,7 +134,12 @@ impl Ctcp {
 
     /// Equation (1), clamped: `RTTmin / RTT`.
     pub fn beta(&self) -> f64 {
-        match (self.rtt_min.get(), self.latest_rtt) {
+        let rtt = if self.cfg.round_min_rtt {
+            self.round_rtt.get()
+        } else {
+            self.latest_rtt
+        };
+        match (self.rtt_min.get(), rtt) {
             (Some(min), Some(rtt)) if !rtt.is_zero() => {
                 (min.as_secs_f64() / rtt.as_secs_f64()).clamp(self.cfg.beta_min, self.cfg.beta_max)
             }
@@ -160,6 +175,8 @@ impl Controller for Ctcp {
         if ev.rtt_updated {
             self.rtt_min.update(ev.now, ev.rtt.latest);
             self.latest_rtt = Some(ev.rtt.latest);
+            self.round_rtt.set_window(self.srtt);
+            self.round_rtt.update(ev.now, ev.rtt.latest);
         } else {
             self.rtt_min.expire(ev.now);
         }

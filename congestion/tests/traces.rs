@@ -100,9 +100,12 @@ impl<C: Controller> Driver<C> {
     }
 }
 
+/// CTCP with the RTT of Equation (1) = the latest sample, as published: the
+/// hand-computed traces below feed one RTT sample per event.
 fn ctcp(cfg: CtcpConfig) -> Driver<Ctcp> {
     Driver::new(Ctcp::new(CtcpConfig {
         common: common(),
+        round_min_rtt: false,
         ..cfg
     }))
 }
@@ -162,6 +165,46 @@ fn ctcp_beta_is_rttmin_over_rtt() {
         // beta == 1 is not a backoff: still in slow start, no recovery epoch.
         assert_eq!(d.cc.state_str() == "slow_start", expect == 1.0);
     }
+}
+
+/// With `round_min_rtt` the RTT of Equation (1) is the minimum sample over
+/// the last smoothed RTT: a transient spike inside the round does not count, a queue
+/// that stands for a whole round does.
+#[test]
+fn ctcp_round_min_rtt_ignores_transient_spikes() {
+    let mut d = Driver::new(Ctcp::new(CtcpConfig {
+        common: common(),
+        round_min_rtt: true,
+        ..Default::default()
+    }));
+    let r = d.send(10);
+    d.at(ms(40));
+    d.event(r, &[], ms(40)); // slow start: 10 -> 20, sRTT 40 ms
+    let before = d.cwnd_pkts();
+    // 10 ms later a sample of 80 ms and a loss: the 40 ms sample is still
+    // within the last sRTT, so RTT = 40 ms and beta = 1 (no backoff).
+    let r = d.send(2);
+    d.at(ms(50));
+    d.event(r.start..r.start + 1, &[r.start + 1], ms(80));
+    assert_eq!(d.cc.last_beta(), Some(1.0));
+    assert_eq!(d.cc.backoffs(), 0);
+    assert!(d.cwnd_pkts() >= before);
+    // The queue stands: samples of 80 ms for more than a round. The 40 ms
+    // sample expires (older than sRTT), RTT = 80 ms, beta = 0.5.
+    let mut t = 50;
+    for _ in 0..3 {
+        let r = d.send(1);
+        t += 40;
+        d.at(ms(t));
+        d.event(r, &[], ms(80));
+    }
+    let w = d.cwnd_pkts();
+    let r = d.send(1);
+    t += 80;
+    d.at(ms(t));
+    d.event(r.end..r.end, &[r.start], ms(80));
+    assert_eq!(d.cc.last_beta(), Some(0.5));
+    assert!((d.cwnd_pkts() - w * 0.5).abs() < 1e-9, "{}", d.cwnd_pkts());
 }
 
 #[test]
@@ -282,6 +325,7 @@ fn ctcp_cubic_increase_flag_follows_the_cubic() {
     let mut d = Driver::new(Ctcp::new(CtcpConfig {
         common,
         cubic_increase: true,
+        round_min_rtt: false,
         ..Default::default()
     }));
     let r = d.send(1);

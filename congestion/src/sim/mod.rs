@@ -932,6 +932,9 @@ pub enum Algo {
     Ctcp,
     /// [`crate::Ctcp`] with the CUBIC-shaped increase, paced.
     CtcpCubic,
+    /// [`crate::Ctcp`] with the round-minimum RTT in Equation (1)
+    /// ([`crate::CtcpConfig::round_min_rtt`]), paced.
+    CtcpRoundMin,
     /// [`crate::Hybrid`] with defaults, paced, with full coding feedback.
     Hybrid,
     /// [`crate::Vegas`] with the TCP/NC preset and DOF RTT, paced.
@@ -951,6 +954,7 @@ impl Algo {
             Algo::CubicRollback => "cubic-rollback",
             Algo::Ctcp => "ctcp",
             Algo::CtcpCubic => "ctcp-cubic",
+            Algo::CtcpRoundMin => "ctcp-rmin",
             Algo::Hybrid => "hybrid",
             Algo::VegasNc => "vegas-nc",
             Algo::Bbr => "bbr-like",
@@ -982,6 +986,11 @@ impl Algo {
             Algo::CtcpCubic => Box::new(Ctcp::new(CtcpConfig {
                 common,
                 cubic_increase: true,
+                ..Default::default()
+            })),
+            Algo::CtcpRoundMin => Box::new(Ctcp::new(CtcpConfig {
+                common,
+                round_min_rtt: true,
                 ..Default::default()
             })),
             Algo::Hybrid => Box::new(Hybrid::new(HybridConfig {
