@@ -18,6 +18,28 @@ use nc_frames::testrng::Rng;
 
 const SYM: usize = 1200;
 
+/// Keeps glibc from returning freed memory to the kernel between
+/// iterations. The owned decode variants free a 4.8 MB trace clone per
+/// iteration; with the default dynamic trim threshold the heap shrinks and
+/// the next iteration's allocations and frees run `brk` and page-fault
+/// inside the timed region (measured: 2-3x slower). A long-running receiver
+/// has a warm heap, which is what this models. Same effect as
+/// `GLIBC_TUNABLES=glibc.malloc.trim_threshold=...:glibc.malloc.mmap_threshold=...`.
+fn keep_heap_warm() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: mallopt only changes allocator tuning parameters; it is
+            // called before any measurement, from the benchmark's own thread.
+            unsafe {
+                libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
+                libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+            }
+        });
+    }
+}
+
 fn rse_axpy(dst: &mut [u8], src: &[u8], c: u8) {
     reed_solomon_erasure::galois_8::mul_slice_xor(c, src, dst);
 }
@@ -113,6 +135,7 @@ fn bench_repair(c: &mut Criterion) {
     g.finish();
 }
 
+#[derive(Clone)]
 enum Pkt {
     Src(u64, Vec<u8>),
     Rep(u64, u64, u16, Vec<u8>),
@@ -170,6 +193,8 @@ fn trace(w: usize, p: f64, m: u64) -> (Vec<Pkt>, u64, u64) {
     (pk, total, recovered)
 }
 
+/// Borrowed path: `add_source(&[u8])` / `add_repair(&[u8])` (the decoder
+/// copies every clear payload once).
 fn decode_all(w: usize, k: Kernel, pk: &[Pkt], m: u64) -> Decoder {
     let mut d = Decoder::new(w, SYM);
     d.set_kernel(k);
@@ -197,9 +222,65 @@ fn decode_all(w: usize, k: Kernel, pk: &[Pkt], m: u64) -> Decoder {
     d
 }
 
+/// Owned path: the packets are handed over by value (`add_source_owned`,
+/// `add_repair_owned`), as a receiver that owns its packet buffers would;
+/// recovered payloads are given back for reuse once consumed. The trace is
+/// cloned by the caller outside the timed region; everything the decoder
+/// does with the buffers (storing, eliminating, recycling, freeing) is
+/// timed. Every lost symbol is still recovered by elimination.
+///
+/// With `recycle`, the receiver asks for a spare buffer after every source
+/// (`take_buffer`, as a receiver that reuses the decoder's buffers for its
+/// next packets would) and returns them (dropped by the caller, outside the
+/// timed region: in that receiver they are reused, not freed). Without, the
+/// decoder frees the buffers it is done with once its pool is full.
+fn decode_owned(
+    w: usize,
+    k: Kernel,
+    pk: Vec<Pkt>,
+    m: u64,
+    recycle: bool,
+) -> (Decoder, Vec<Vec<u8>>) {
+    let mut d = Decoder::new(w, SYM);
+    d.set_kernel(k);
+    let mut spare = Vec::new();
+    for p in pk {
+        match p {
+            Pkt::Src(i, pl) => {
+                d.add_source_owned(i, pl).unwrap();
+                if recycle {
+                    let b = d.take_buffer();
+                    if b.capacity() > 0 {
+                        spare.push(b);
+                    }
+                }
+            }
+            Pkt::Rep(f, c, key, data) => {
+                d.add_repair_owned(
+                    f,
+                    c,
+                    &Coefficients::Seeded {
+                        repair_key: key,
+                        dt: 15,
+                    },
+                    data,
+                )
+                .unwrap();
+            }
+        }
+        while let Some((_, pl)) = d.pop_recovered() {
+            black_box(&pl);
+            d.recycle_buffer(pl);
+        }
+    }
+    assert_eq!(d.i_p(), m, "trace must fully decode");
+    (d, spare)
+}
+
 const M: u64 = 4000;
 
 fn bench_decode(c: &mut Criterion) {
+    keep_heap_warm();
     let mut g = c.benchmark_group("decode");
     for w in [32usize, 64] {
         for p in [0.01, 0.05, 0.20] {
@@ -216,6 +297,23 @@ fn bench_decode(c: &mut Criterion) {
                         )
                     },
                 );
+                // Owned path: the trace is cloned outside the timed region
+                // (and criterion drops the routine's output outside it).
+                for (tag, recycle) in [("owned-recycled", true), ("owned", false)] {
+                    g.bench_function(
+                        BenchmarkId::new(
+                            format!("{}-{tag}-w{w}", k.name()),
+                            format!("{}%", p * 100.0),
+                        ),
+                        |b| {
+                            b.iter_batched(
+                                || pk.clone(),
+                                |pk| black_box(decode_owned(w, k, pk, M, recycle).1),
+                                BatchSize::LargeInput,
+                            )
+                        },
+                    );
+                }
             }
         }
     }
@@ -243,7 +341,42 @@ fn time<F: FnMut()>(mut f: F, budget: Duration) -> f64 {
     best
 }
 
+/// As [`time`] for a routine that consumes a fresh input from `setup`:
+/// only `f` is timed (each input is prepared before the clock starts, the
+/// output is dropped after it stopped).
+fn time_batched<I, O, S: FnMut() -> I, F: FnMut(I) -> O>(
+    mut setup: S,
+    mut f: F,
+    budget: Duration,
+) -> f64 {
+    let mut run = |iters: u64| {
+        let mut spent = Duration::ZERO;
+        for _ in 0..iters {
+            let x = setup();
+            let t = Instant::now();
+            let o = black_box(f(x));
+            spent += t.elapsed();
+            drop(o);
+        }
+        spent
+    };
+    let mut n = 0u64;
+    let mut spent = Duration::ZERO;
+    while spent < budget / 10 {
+        spent += run(1);
+        n += 1;
+    }
+    let per = (budget / 5).as_secs_f64() / (spent.as_secs_f64() / n as f64);
+    let iters = per.max(1.0) as u64;
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        best = best.min(run(iters).as_secs_f64() / iters as f64);
+    }
+    best
+}
+
 fn summary(_c: &mut Criterion) {
+    keep_heap_warm();
     let budget = Duration::from_millis(300);
     let mut rng = Rng::new(3);
     println!("\n=== nc-frames summary (ratios: vs scalar reference, vs reed-solomon-erasure) ===");
@@ -324,12 +457,32 @@ fn summary(_c: &mut Criterion) {
             ext / res[1]
         );
     }
-    println!("\nDecode (GB/s of delivered source data; recovered-only GB/s in brackets)");
+    println!("\nDecode (GB/s of delivered source data; recovered-only GB/s in brackets;");
+    println!(
+        "first line: borrowed add_source(&[u8]); second line: owned add_source_owned(Vec<u8>),"
+    );
+    println!(
+        "trace cloned outside the timed region; 'owned': the decoder frees the buffers it is done"
+    );
+    println!("with; 'owned+recycled': the receiver takes one spare buffer back per source, see decode_owned)");
     for w in [32usize, 64] {
         for p in [0.01, 0.05, 0.20] {
             let (pk, total, rec) = trace(w, p, M);
             let ts = time(|| drop(decode_all(w, Kernel::scalar(), &pk, M)), budget);
             let tb = time(|| drop(decode_all(w, Kernel::best(), &pk, M)), budget);
+            // Recycled first: the freeing variant leaves the allocator's
+            // free lists fragmented, which measurably slows down whatever
+            // clones and decodes after it in the same process.
+            let tr = time_batched(
+                || pk.clone(),
+                |pk| decode_owned(w, Kernel::best(), pk, M, true).1,
+                budget,
+            );
+            let to = time_batched(
+                || pk.clone(),
+                |pk| decode_owned(w, Kernel::best(), pk, M, false).1,
+                budget,
+            );
             println!(
                 "  W={w:>2} loss {:>4.0}%: scalar {:6.2} [{:5.3}]  {} {:6.2} [{:5.3}]  x{:5.2} scalar  (ext: no 0x11D sliding-window decoder)",
                 p * 100.0,
@@ -339,6 +492,18 @@ fn summary(_c: &mut Criterion) {
                 total as f64 / tb / 1e9,
                 rec as f64 / tb / 1e9,
                 ts / tb
+            );
+            println!(
+                "           owned: {} {:6.2} [{:5.3}] {:6.1} us/trace x{:5.2} borrowed;  owned+recycled {:6.2} [{:5.3}] {:6.1} us/trace x{:5.2} borrowed",
+                Kernel::best().name(),
+                total as f64 / to / 1e9,
+                rec as f64 / to / 1e9,
+                to * 1e6,
+                tb / to,
+                total as f64 / tr / 1e9,
+                rec as f64 / tr / 1e9,
+                tr * 1e6,
+                tb / tr
             );
             // Floor of any decoder that keeps the clear symbols it gets as
             // borrowed slices: copying each clear payload (with its length
@@ -359,7 +524,7 @@ fn summary(_c: &mut Criterion) {
                 budget,
             );
             println!(
-                "           copy floor: {:6.1} us/trace = {:5.1}% of the {} decode time; recovered-only cap {:5.3} GB/s",
+                "           copy floor: {:6.1} us/trace = {:5.1}% of the {} borrowed decode time; recovered-only cap {:5.3} GB/s",
                 tc * 1e6,
                 100.0 * tc / tb,
                 Kernel::best().name(),

@@ -174,7 +174,39 @@ struct Row {
     /// Column of `coef[0]`; for stored rows this is the pivot (coef[0] == 1).
     start: u64,
     coef: Vec<u8>,
+    /// The coded payload, or with `clear` the bare source payload.
     data: Vec<u8>,
+    /// `data` is a source payload received in clear, stored as handed over
+    /// (no copy, no length prefix): the coded symbol it stands for is
+    /// `len (u16, big endian) || data`. Such a row is always the decoded
+    /// pivot row of its own column (`coef == [1]`); a clear row that would
+    /// need elimination is first rewritten in coded form
+    /// ([`Decoder::materialise`]).
+    clear: bool,
+}
+
+impl Row {
+    /// Length of the coded symbol this row stands for.
+    fn coded_len(&self) -> usize {
+        self.data.len() + if self.clear { LEN_PREFIX } else { 0 }
+    }
+}
+
+/// `dst ^= c * coded(src)`, growing `dst` with zeros to the coded length of
+/// `src` first (a clear row contributes its virtual length prefix).
+fn axpy_row(k: Kernel, dst: &mut Vec<u8>, src: &Row, c: u8) {
+    let n = src.coded_len();
+    if dst.len() < n {
+        dst.resize(n, 0);
+    }
+    if src.clear {
+        let l = (src.data.len() as u16).to_be_bytes();
+        dst[0] ^= gf256::mul(c, l[0]);
+        dst[1] ^= gf256::mul(c, l[1]);
+        k.axpy(&mut dst[LEN_PREFIX..n], &src.data, c);
+    } else {
+        k.axpy(&mut dst[..n], &src.data, c);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -230,8 +262,11 @@ pub struct Decoder {
     unpolled_min: u64,
     kernel: Kernel,
     stats: DecoderStats,
-    /// Recycled row buffers (bounded by the ring size).
-    pool: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Recycled coefficient buffers (at most `cap`).
+    coef_pool: Vec<Vec<u8>>,
+    /// Recycled payload buffers (at most `cap`, each of capacity at most
+    /// [`Decoder::max_buffer_capacity`]).
+    data_pool: Vec<Vec<u8>>,
 }
 
 /// Heap memory held by a [`Decoder`] on behalf of the peer, in bytes of
@@ -244,7 +279,8 @@ pub struct DecoderMemory {
     pub rows: usize,
     /// Capacity of the coefficient and payload buffers of those rows.
     pub row_bytes: usize,
-    /// Recycled buffer pairs kept for reuse.
+    /// Recycled buffers kept for reuse (coefficient and payload buffers;
+    /// at most the ring size of each).
     pub pooled: usize,
     /// Capacity of the recycled buffers.
     pub pooled_bytes: usize,
@@ -260,6 +296,24 @@ impl DecoderMemory {
     /// Sum of all byte counts.
     pub fn total_bytes(&self) -> usize {
         self.row_bytes + self.pooled_bytes + self.recovered_bytes + self.other_bytes
+    }
+}
+
+/// Payload of a repair symbol as handed to [`Decoder::repair`].
+enum RepairData<'a> {
+    Borrowed(&'a [u8]),
+    Owned(Vec<u8>),
+}
+
+impl RepairData<'_> {
+    fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            RepairData::Borrowed(d) => d,
+            RepairData::Owned(d) => d,
+        }
     }
 }
 
@@ -286,21 +340,65 @@ impl Decoder {
             unpolled_min: u64::MAX,
             kernel: Kernel::best(),
             stats: DecoderStats::default(),
-            pool: Vec::new(),
+            coef_pool: Vec::new(),
+            data_pool: Vec::new(),
         }
     }
 
-    fn take_bufs(&mut self) -> (Vec<u8>, Vec<u8>) {
-        let (mut c, mut d) = self.pool.pop().unwrap_or_default();
+    fn take_coef(&mut self) -> Vec<u8> {
+        let mut c = self.coef_pool.pop().unwrap_or_default();
         c.clear();
+        c
+    }
+
+    fn take_data(&mut self) -> Vec<u8> {
+        let mut d = self.data_pool.pop().unwrap_or_default();
         d.clear();
-        (c, d)
+        d
+    }
+
+    fn recycle_coef(&mut self, c: Vec<u8>) {
+        if self.coef_pool.len() < self.cap {
+            self.coef_pool.push(c);
+        }
+    }
+
+    fn recycle_data(&mut self, d: Vec<u8>) {
+        let c = d.capacity();
+        if self.data_pool.len() < self.cap && c > 0 && c <= self.max_buffer_capacity() {
+            self.data_pool.push(d);
+        }
     }
 
     fn recycle(&mut self, r: Row) {
-        if self.pool.len() < self.cap {
-            self.pool.push((r.coef, r.data));
-        }
+        self.recycle_coef(r.coef);
+        self.recycle_data(r.data);
+    }
+
+    /// Largest capacity of a payload buffer the decoder keeps (stores or
+    /// pools) as it is: twice a coded symbol of maximal size. A buffer
+    /// handed over with more capacity is copied into a right-sized one, so
+    /// that [`Decoder::memory_bound`] holds whatever the caller passes.
+    pub fn max_buffer_capacity(&self) -> usize {
+        2 * (self.max_symbol + LEN_PREFIX)
+    }
+
+    /// An empty buffer for the next payload, recycled from the decoder's
+    /// pool (with the capacity of an earlier symbol) when one is available,
+    /// else newly created (without allocation). Together with
+    /// [`Decoder::add_source_owned`] and [`Decoder::recycle_buffer`] this
+    /// lets a receiver run without allocating per packet: receive into a
+    /// buffer from here, hand it over by value, give popped payloads back.
+    pub fn take_buffer(&mut self) -> Vec<u8> {
+        self.take_data()
+    }
+
+    /// Give a payload buffer back for reuse (e.g. one returned by
+    /// [`Decoder::pop_recovered`] once consumed). It is kept if the pool
+    /// has room and its capacity is at most
+    /// [`Decoder::max_buffer_capacity`]; otherwise it is dropped.
+    pub fn recycle_buffer(&mut self, buf: Vec<u8>) {
+        self.recycle_data(buf);
     }
 
     fn reset_slot(&mut self, c: u64) {
@@ -403,11 +501,12 @@ impl Decoder {
                 m.row_bytes += r.coef.capacity() + r.data.capacity();
             }
         }
-        m.pooled = self.pool.len();
+        m.pooled = self.coef_pool.len() + self.data_pool.len();
         m.pooled_bytes = self
-            .pool
+            .coef_pool
             .iter()
-            .map(|(c, d)| c.capacity() + d.capacity())
+            .chain(&self.data_pool)
+            .map(|b| b.capacity())
             .sum();
         m.recovered = self.recovered.len();
         m.recovered_bytes = self.recovered.iter().map(|x| x.1.capacity()).sum();
@@ -418,10 +517,12 @@ impl Decoder {
     /// Upper bound of [`DecoderMemory::total_bytes`] that holds whatever the
     /// peer sends (a function of the negotiated limits only). With `ring` the
     /// smallest power of two not below twice the max window: at most `ring`
-    /// rows plus `ring` pooled buffer pairs, each pair at most
-    /// `2 * (max symbol + 2)` payload and `2 * ring` coefficient bytes of
-    /// capacity (amortised growth); at most `max window` recovered payloads
-    /// of at most `max symbol` bytes; the undecoded list.
+    /// rows plus `ring` pooled payload and `ring` pooled coefficient buffers,
+    /// each payload buffer at most [`Decoder::max_buffer_capacity`] =
+    /// `2 * (max symbol + 2)` and each coefficient buffer at most `2 * ring`
+    /// bytes of capacity (amortised growth; larger buffers handed over by
+    /// the caller are copied or dropped, never kept); at most `max window`
+    /// recovered payloads of at most `max symbol` bytes; the undecoded list.
     pub fn memory_bound(&self) -> usize {
         let pair = 2 * (self.max_symbol + LEN_PREFIX) + 2 * self.cap;
         2 * self.cap * pair + self.w as usize * self.max_symbol + 2 * self.cap * 8
@@ -440,6 +541,21 @@ impl Decoder {
         &mut self.slots[(c & m) as usize]
     }
 
+    /// Rewrite a clear row in coded form (`len || payload`) in a recycled
+    /// buffer, so that it can be eliminated and scaled like any other row.
+    fn materialise(&mut self, r: &mut Row) {
+        if !r.clear {
+            return;
+        }
+        let mut d = self.take_data();
+        d.reserve(LEN_PREFIX + r.data.len());
+        d.extend_from_slice(&(r.data.len() as u16).to_be_bytes());
+        d.extend_from_slice(&r.data);
+        let old = std::mem::replace(&mut r.data, d);
+        r.clear = false;
+        self.recycle_data(old);
+    }
+
     fn check_symbol_len(&self, n: usize) -> Result<()> {
         if n > self.max_symbol + LEN_PREFIX {
             Err(Error::SymbolTooLarge(n))
@@ -448,8 +564,41 @@ impl Decoder {
         }
     }
 
-    /// A source symbol received in clear.
+    /// A source symbol received in clear, borrowed: copied once into a
+    /// recycled buffer, then handled as [`Decoder::add_source_owned`].
     pub fn add_source(&mut self, idx: u64, payload: &[u8]) -> Result<Arrival> {
+        if payload.len() > self.max_symbol {
+            return Err(Error::SymbolTooLarge(payload.len()));
+        }
+        if idx >= self.limit() {
+            return Err(Error::WindowExceeded {
+                index: idx.saturating_add(1),
+                limit: self.limit(),
+            });
+        }
+        // Duplicates and stale arrivals are decided before copying.
+        if idx < self.base || idx < self.i_p || self.slot(idx).decoded {
+            return self.add_source_owned(idx, Vec::new());
+        }
+        let mut data = self.take_data();
+        data.extend_from_slice(payload);
+        self.add_source_owned(idx, data)
+    }
+
+    /// A source symbol received in clear, handed over by value.
+    ///
+    /// The buffer is stored as it is (no copy, no length prefix: the prefix
+    /// of the coded form is implied by its length) for as long as later
+    /// repair symbols may combine it, then recycled into the decoder's pool
+    /// ([`Decoder::take_buffer`]). It is copied only if its capacity exceeds
+    /// [`Decoder::max_buffer_capacity`] (to keep [`Decoder::memory_bound`])
+    /// or, rarely, if a pending equation already has its column as pivot
+    /// (the row is then eliminated in coded form). As with
+    /// [`Decoder::add_source`], the symbol is not delivered by
+    /// [`Decoder::pop_recovered`]: the caller processes a clear payload
+    /// itself, before handing it over. Errors and outcomes are those of
+    /// [`Decoder::add_source`].
+    pub fn add_source_owned(&mut self, idx: u64, payload: Vec<u8>) -> Result<Arrival> {
         if payload.len() > self.max_symbol {
             return Err(Error::SymbolTooLarge(payload.len()));
         }
@@ -462,35 +611,40 @@ impl Decoder {
         self.stats.source_received += 1;
         if idx < self.base || idx < self.i_p {
             self.stats.stale += 1;
+            self.recycle_data(payload);
             return Ok(Arrival {
                 stale: true,
                 ..Arrival::default()
             });
         }
-        {
-            let s = self.slot_mut(idx);
-            s.sensed = true;
-            s.clear = true;
-        }
-        if self.slot(idx).decoded {
+        let s = self.slot_mut(idx);
+        s.sensed = true;
+        s.clear = true;
+        if s.decoded {
             self.stats.redundant += 1;
+            self.recycle_data(payload);
             return Ok(Arrival::default());
         }
         self.max_seq = self.max_seq.max(idx + 1);
-        let (mut coef, mut data) = self.take_bufs();
+        let data = if payload.capacity() > self.max_buffer_capacity() {
+            let mut d = self.take_data();
+            d.extend_from_slice(&payload);
+            d
+        } else {
+            payload
+        };
+        let mut coef = self.take_coef();
         coef.push(1);
-        data.reserve(LEN_PREFIX + payload.len());
-        data.extend_from_slice(&(payload.len() as u16).to_be_bytes());
-        data.extend_from_slice(payload);
         let row = Row {
             start: idx,
             coef,
             data,
+            clear: true,
         };
         if self.undecoded.is_empty() && self.slot(idx).row.is_none() {
             // Systematic common case: nothing to eliminate and no pending
-            // equation mentions `idx`, so the row is stored as it is (one
-            // copy of the payload, no scaling, no list walk).
+            // equation mentions `idx`, so the row is stored as it is (no
+            // copy, no scaling, no list walk).
             self.stats.innovative += 1;
             let s = self.slot_mut(idx);
             s.row = Some(row);
@@ -508,13 +662,38 @@ impl Decoder {
         Ok(a)
     }
 
-    /// A repair symbol over `[first, first + count)`.
+    /// A repair symbol over `[first, first + count)`, borrowed (copied once
+    /// into a recycled buffer).
     pub fn add_repair(
         &mut self,
         first: u64,
         count: u64,
         coefs: &Coefficients,
         data: &[u8],
+    ) -> Result<Arrival> {
+        self.repair(first, count, coefs, RepairData::Borrowed(data))
+    }
+
+    /// A repair symbol over `[first, first + count)`, handed over by value
+    /// (e.g. [`crate::frames::RepairFrame::data`]): eliminated in place,
+    /// no copy unless its capacity exceeds
+    /// [`Decoder::max_buffer_capacity`].
+    pub fn add_repair_owned(
+        &mut self,
+        first: u64,
+        count: u64,
+        coefs: &Coefficients,
+        data: Vec<u8>,
+    ) -> Result<Arrival> {
+        self.repair(first, count, coefs, RepairData::Owned(data))
+    }
+
+    fn repair(
+        &mut self,
+        first: u64,
+        count: u64,
+        coefs: &Coefficients,
+        data: RepairData<'_>,
     ) -> Result<Arrival> {
         if count == 0 {
             return Err(Error::Malformed("empty repair window"));
@@ -532,8 +711,9 @@ impl Decoder {
             });
         }
         self.check_symbol_len(data.len())?;
-        let (mut coef, mut buf) = self.take_bufs();
+        let mut coef = self.take_coef();
         if !coefs.expand(count as usize, &mut coef) {
+            self.recycle_coef(coef);
             return Err(Error::Malformed("coefficients do not match window"));
         }
         self.stats.repair_received += 1;
@@ -546,6 +726,10 @@ impl Decoder {
             let skip = (self.base - start).min(count) as usize;
             if coef[..skip].iter().any(|&c| c != 0) {
                 self.stats.stale += 1;
+                self.recycle_coef(coef);
+                if let RepairData::Owned(d) = data {
+                    self.recycle_data(d);
+                }
                 self.advance();
                 return Ok(Arrival {
                     stale: true,
@@ -562,11 +746,19 @@ impl Decoder {
                 self.max_seq = self.max_seq.max(col + 1);
             }
         }
-        buf.extend_from_slice(data);
+        let buf = match data {
+            RepairData::Owned(d) if d.capacity() <= self.max_buffer_capacity() => d,
+            d => {
+                let mut b = self.take_data();
+                b.extend_from_slice(d.as_slice());
+                b
+            }
+        };
         let row = Row {
             start,
             coef,
             data: buf,
+            clear: false,
         };
         let a = self.insert(row)?;
         self.advance();
@@ -607,6 +799,11 @@ impl Decoder {
 
     fn insert(&mut self, mut r: Row) -> Result<Arrival> {
         let k = self.kernel;
+        if r.clear && self.slot(r.start).row.is_some() {
+            // A pending equation has this column as pivot: eliminate in
+            // coded form.
+            self.materialise(&mut r);
+        }
         let mut pivot: Option<u64> = None;
         let mut i = 0;
         while i < r.coef.len() {
@@ -623,10 +820,7 @@ impl Decoder {
                         }
                         gf256::axpy_scalar(&mut r.coef[i..i + pr.coef.len()], &pr.coef, c);
                     }
-                    if r.data.len() < pr.data.len() {
-                        r.data.resize(pr.data.len(), 0);
-                    }
-                    k.axpy(&mut r.data[..pr.data.len()], &pr.data, c);
+                    axpy_row(k, &mut r.data, pr, c);
                     self.stats.row_ops += 1;
                 } else if pivot.is_none() {
                     pivot = Some(col);
@@ -647,6 +841,7 @@ impl Decoder {
         }
         let inv = gf256::inv(r.coef[0]);
         if inv != 1 {
+            debug_assert!(!r.clear, "a clear row is never rescaled");
             gf256::scale_scalar(&mut r.coef, inv);
             k.scale(&mut r.data, inv);
         }
@@ -675,10 +870,7 @@ impl Decoder {
                     q.coef.resize(off + r.coef.len(), 0);
                 }
                 gf256::axpy_scalar(&mut q.coef[off..off + r.coef.len()], &r.coef, c);
-                if q.data.len() < r.data.len() {
-                    q.data.resize(r.data.len(), 0);
-                }
-                k.axpy(&mut q.data[..r.data.len()], &r.data, c);
+                axpy_row(k, &mut q.data, &r, c);
                 self.stats.row_ops += 1;
                 while q.coef.len() > 1 && *q.coef.last().unwrap() == 0 {
                     q.coef.pop();
@@ -774,6 +966,10 @@ impl Decoder {
             let r = s.row.as_ref().unwrap();
             assert_eq!(r.start, p);
             assert_eq!(r.coef[0], 1, "pivot {p} not normalised");
+            if r.clear {
+                assert!(s.clear && s.decoded, "clear row {p} not a decoded source");
+                assert_eq!(r.coef.len(), 1, "clear row {p} with coefficients");
+            }
             for &q in &pivots {
                 if q > p && ((q - p) as usize) < r.coef.len() {
                     assert_eq!(
@@ -1133,7 +1329,7 @@ mod tests {
                     "round {round} step {step}: {m:?} above {bound}"
                 );
                 assert!(m.recovered <= w, "round {round} step {step}: {m:?}");
-                assert!(m.rows <= d.cap && m.pooled <= d.cap);
+                assert!(m.rows <= d.cap && m.pooled <= 2 * d.cap);
                 max_seen = max_seen.max(m.recovered);
                 if poll_every > 0 && step % poll_every == 0 {
                     while d.pop_recovered().is_some() {}
@@ -1144,6 +1340,207 @@ mod tests {
                 assert_eq!(max_seen, w, "round {round}: the queue must have filled");
             }
         }
+    }
+
+    /// Everything observable about a decoder, for comparing two of them.
+    fn observe(d: &Decoder) -> (u64, u64, u64, u64, u64, u64, u64, DecoderStats) {
+        (
+            d.i_p(),
+            d.i_q(),
+            d.i_r(),
+            d.max_seq(),
+            d.flow_point(),
+            d.diff(),
+            d.rank(),
+            d.stats(),
+        )
+    }
+
+    /// The owned path (`add_source_owned`, `add_repair_owned`, buffers of
+    /// any capacity, recycled or not) and the borrowed path give identical
+    /// outcomes, state, errors and recovered symbols on random traces with
+    /// losses, repairs, duplicates, stale and out-of-window arrivals,
+    /// oversized symbols and abandonments; memory stays within its bound.
+    #[test]
+    fn owned_and_borrowed_paths_agree() {
+        let mut rng = Rng::new(0x0b5e);
+        let mut recovered = 0;
+        for round in 0..300 {
+            let w = 1 + rng.below(24) as usize;
+            let sym = 1 + rng.below(60) as usize;
+            let n = 3 * w + rng.below(20) as usize;
+            let src = payloads(&mut rng, n, sym);
+            let mut e = Encoder::new(n, sym);
+            for s in &src {
+                e.push(s).unwrap();
+            }
+            let mut a = Decoder::new(w, sym);
+            let mut b = Decoder::new(w, sym);
+            let bound = b.memory_bound();
+            let mut out = Vec::new();
+            for step in 0..(6 * n) {
+                let ctx = format!("round {round} step {step}");
+                let lo = a.flow_point();
+                match rng.below(10) {
+                    // Sources (mostly new, some duplicates, stale or beyond
+                    // the limit, some oversized).
+                    0..=4 => {
+                        let i = (lo + rng.below(w as u64 + 2)).saturating_sub(rng.below(3));
+                        let oversized = rng.below(40) == 0;
+                        let p: Vec<u8> = if oversized {
+                            vec![1; sym + 1]
+                        } else if (i as usize) < n {
+                            src[i as usize].clone()
+                        } else {
+                            vec![9; sym.min(3)]
+                        };
+                        let ra = a.add_source(i, &p);
+                        let owned = match rng.below(4) {
+                            0 => p.clone(),
+                            1 => {
+                                let mut v = Vec::with_capacity(p.len() + rng.below(64) as usize);
+                                v.extend_from_slice(&p);
+                                v
+                            }
+                            // More capacity than the decoder may keep.
+                            2 => {
+                                let mut v =
+                                    Vec::with_capacity(b.max_buffer_capacity() + 1 + p.len());
+                                v.extend_from_slice(&p);
+                                v
+                            }
+                            _ => {
+                                let mut v = b.take_buffer();
+                                assert!(v.is_empty());
+                                v.extend_from_slice(&p);
+                                v
+                            }
+                        };
+                        let rb = b.add_source_owned(i, owned);
+                        assert_eq!(ra, rb, "{ctx}: source {i}");
+                    }
+                    // Repairs over a random part of the window.
+                    5..=8 => {
+                        let first = lo.saturating_sub(rng.below(3)).min(n as u64 - 1);
+                        let room = (n as u64 - first).min(w as u64);
+                        let count = 1 + rng.below(room);
+                        let coefs = if rng.below(2) == 0 {
+                            Coefficients::Seeded {
+                                repair_key: rng.next_u64() as u16,
+                                dt: rng.below(16) as u8,
+                            }
+                        } else {
+                            Coefficients::Explicit((0..count).map(|_| rng.byte() & 7).collect())
+                        };
+                        e.encode(first, count as usize, &coefs, &mut out).unwrap();
+                        let ra = a.add_repair(first, count, &coefs, &out);
+                        let rb = b.add_repair_owned(first, count, &coefs, out.clone());
+                        assert_eq!(ra, rb, "{ctx}: repair {first}+{count}");
+                    }
+                    _ => {
+                        let to = lo + rng.below(3);
+                        assert_eq!(a.abandon_below(to), b.abandon_below(to), "{ctx}");
+                    }
+                }
+                a.check_invariants();
+                b.check_invariants();
+                assert_eq!(observe(&a), observe(&b), "{ctx}");
+                assert!(b.memory().total_bytes() <= bound, "{ctx}: {:?}", b.memory());
+                if rng.below(3) != 0 {
+                    loop {
+                        let (x, y) = (a.pop_recovered(), b.pop_recovered());
+                        assert_eq!(x, y, "{ctx}");
+                        let Some((i, p)) = y else { break };
+                        assert_eq!(p, src[i as usize], "{ctx}: recovered {i}");
+                        recovered += 1;
+                        b.recycle_buffer(p);
+                    }
+                }
+            }
+        }
+        assert!(
+            recovered > 1000,
+            "the traces must exercise recovery ({recovered})"
+        );
+    }
+
+    /// A clear source whose column is already the pivot of a pending
+    /// equation is eliminated in coded form (and recovers the other symbol).
+    #[test]
+    fn clear_source_after_pending_equation() {
+        let (s0, s1) = (b"first".to_vec(), b"second!".to_vec());
+        let mut e = Encoder::new(4, 16);
+        e.push(&s0).unwrap();
+        e.push(&s1).unwrap();
+        let co = Coefficients::Explicit(vec![3, 5]);
+        let mut out = Vec::new();
+        e.encode(0, 2, &co, &mut out).unwrap();
+        let mut d = Decoder::new(4, 16);
+        let a = d.add_repair_owned(0, 2, &co, out).unwrap();
+        assert_eq!((a.newly_seen, a.newly_decoded), (Some(0), 0));
+        let a = d.add_source_owned(0, s0.clone()).unwrap();
+        assert_eq!((a.newly_seen, a.newly_decoded), (Some(1), 2));
+        d.check_invariants();
+        assert_eq!(d.pop_recovered(), Some((1, s1.clone())));
+        assert_eq!(d.pop_recovered(), None, "a clear symbol is not delivered");
+        assert_eq!(d.i_p(), 2);
+        // Decoded and delivered by now: a late clear copy is stale.
+        let a = d.add_source_owned(1, s1).unwrap();
+        assert!(!a.innovative && a.stale);
+    }
+
+    /// Owned clear payloads are stored without copy and come back through
+    /// `take_buffer` once forgotten; recovery still uses them.
+    #[test]
+    fn owned_buffers_are_moved_and_recycled() {
+        let (w, sym) = (4usize, 100usize);
+        let mut d = Decoder::new(w, sym);
+        let mut e = Encoder::new(64, sym);
+        let mut fresh = 0;
+        for i in 0..40u64 {
+            let p = vec![i as u8; 50 + i as usize];
+            e.push(&p).unwrap();
+            if i % 5 == 3 {
+                continue; // lost
+            }
+            let mut v = d.take_buffer();
+            if v.capacity() == 0 {
+                fresh += 1;
+            }
+            v.extend_from_slice(&p);
+            let ptr = v.as_ptr();
+            d.add_source_owned(i, v).unwrap();
+            // Stored as handed over, not copied.
+            assert!(d
+                .slot(i)
+                .row
+                .as_ref()
+                .is_some_and(|r| r.clear && r.data.as_ptr() == ptr));
+            if i % 5 == 4 {
+                // Repair over the last two symbols: the lost one and a
+                // clear one (eliminated through its implied length prefix).
+                let co = Coefficients::Explicit(vec![7, 9]);
+                let mut out = Vec::new();
+                e.encode(i - 1, 2, &co, &mut out).unwrap();
+                let a = d.add_repair(i - 1, 2, &co, &out).unwrap();
+                assert_eq!(a.newly_decoded, 1);
+                let (j, got) = d.pop_recovered().unwrap();
+                assert_eq!((j, &got[..]), (i - 1, e.payload(i - 1).unwrap()));
+                d.recycle_buffer(got);
+                // The sender moves on: nothing below `i + 1` is combined.
+                d.add_repair(i + 1, 1, &Coefficients::Explicit(vec![0]), &[])
+                    .unwrap();
+            }
+            d.check_invariants();
+        }
+        assert_eq!(d.i_p(), 40);
+        assert_eq!(d.stats().recovered, 8);
+        let m = d.memory();
+        assert!(m.rows <= w + 1, "{m:?}");
+        // Forgotten clear payloads went to the pool: only the first few of
+        // the 32 source buffers had to be allocated, the rest were reused.
+        assert!(fresh <= 2 * w, "{fresh} buffers allocated for 32 sources");
+        assert!(m.pooled > 0);
     }
 
     #[test]

@@ -55,12 +55,54 @@ impl NcReceiver {
         self.dec.add_source(index, payload)
     }
 
+    /// As [`NcReceiver::on_source`], handing the payload over by value: the
+    /// decoder keeps the buffer itself instead of a copy
+    /// ([`Decoder::add_source_owned`]). Process the payload before handing
+    /// it over; take the buffer for the next packet from
+    /// [`NcReceiver::take_buffer`] to reuse the ones the decoder is done
+    /// with.
+    pub fn on_source_owned(
+        &mut self,
+        index: u64,
+        payload: Vec<u8>,
+        now: Instant,
+    ) -> Result<Arrival> {
+        self.last_arrival = Some(now);
+        self.ack_pending = true;
+        self.dec.add_source_owned(index, payload)
+    }
+
+    /// An empty payload buffer, recycled from the decoder when possible
+    /// ([`Decoder::take_buffer`]).
+    pub fn take_buffer(&mut self) -> Vec<u8> {
+        self.dec.take_buffer()
+    }
+
+    /// Give a consumed payload (e.g. [`RecoveredSymbol::payload`]) back for
+    /// reuse ([`Decoder::recycle_buffer`]).
+    pub fn recycle_buffer(&mut self, buf: Vec<u8>) {
+        self.dec.recycle_buffer(buf)
+    }
+
     /// A REPAIR frame arrived.
     pub fn on_repair(&mut self, f: &RepairFrame, now: Instant) -> Result<Arrival> {
         self.last_arrival = Some(now);
         self.ack_pending = true;
         let a = self.dec.add_repair(f.first, f.count, &f.coefs, &f.data)?;
         self.repair_seq_end = self.repair_seq_end.max(f.repair_seq.saturating_add(1));
+        Ok(a)
+    }
+
+    /// As [`NcReceiver::on_repair`], taking the frame by value: its coded
+    /// payload is eliminated in place instead of being copied first.
+    pub fn on_repair_owned(&mut self, f: RepairFrame, now: Instant) -> Result<Arrival> {
+        self.last_arrival = Some(now);
+        self.ack_pending = true;
+        let seq_end = f.repair_seq.saturating_add(1);
+        let a = self
+            .dec
+            .add_repair_owned(f.first, f.count, &f.coefs, f.data)?;
+        self.repair_seq_end = self.repair_seq_end.max(seq_end);
         Ok(a)
     }
 
@@ -73,12 +115,22 @@ impl NcReceiver {
 
     /// Dispatch a parsed receiver-side frame (REPAIR or NC_WINDOW; a
     /// SOURCE_SYMBOL_ID needs its payload: use [`NcReceiver::on_source`]).
-    /// Other frames are ignored and return `Ok(None)`.
+    /// Other frames are ignored and return `Ok(None)`. See
+    /// [`NcReceiver::on_frame_owned`] to hand a REPAIR over without copy.
     pub fn on_frame(&mut self, f: &Frame, now: Instant) -> Result<Option<Arrival>> {
         match f {
             Frame::Repair(r) => self.on_repair(r, now).map(Some),
             Frame::Window { abandon_below } => self.on_window(*abandon_below, now).map(|_| None),
             _ => Ok(None),
+        }
+    }
+
+    /// As [`NcReceiver::on_frame`], taking the frame by value (a REPAIR
+    /// goes through [`NcReceiver::on_repair_owned`]).
+    pub fn on_frame_owned(&mut self, f: Frame, now: Instant) -> Result<Option<Arrival>> {
+        match f {
+            Frame::Repair(r) => self.on_repair_owned(r, now).map(Some),
+            other => self.on_frame(&other, now),
         }
     }
 

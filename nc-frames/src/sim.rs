@@ -201,17 +201,19 @@ pub fn run(cfg: &SimConfig) -> Result<SimResult, String> {
         // 1. Forward arrivals.
         while let Some(p) = fwd.pop_due(now) {
             match p {
-                Pkt::Source(bytes) => {
+                Pkt::Source(mut bytes) => {
                     let (f, used) = Frame::parse(&bytes).map_err(|e| format!("parse: {e}"))?;
                     let Frame::SourceSymbolId { index } = f else {
                         return Err("bad frame".into());
                     };
-                    let payload = &bytes[used..];
-                    if payload != payload_of(index, cfg.max_symbol).as_slice() {
+                    if bytes[used..] != *payload_of(index, cfg.max_symbol).as_slice() {
                         return Err(format!("clear payload {index} corrupted"));
                     }
+                    // Hand the packet buffer over (owned path; the
+                    // borrowed one is exercised by `fuzzing::session`).
+                    bytes.drain(..used);
                     let a = rx
-                        .on_source(index, payload, now)
+                        .on_source_owned(index, bytes, now)
                         .map_err(|e| format!("rx source: {e}"))?;
                     if !a.stale && index < n && decoded_at[index as usize].is_none() {
                         decoded_at[index as usize] = Some(now);
@@ -219,7 +221,7 @@ pub fn run(cfg: &SimConfig) -> Result<SimResult, String> {
                 }
                 Pkt::Repair(bytes) => {
                     let (f, _) = Frame::parse(&bytes).map_err(|e| format!("parse: {e}"))?;
-                    rx.on_frame(&f, now)
+                    rx.on_frame_owned(f, now)
                         .map_err(|e| format!("rx repair: {e}"))?;
                 }
             }

@@ -275,7 +275,12 @@ mod tests {
                 0 => rng.below(16) as usize,
                 1 => rng.below(200) as usize,
                 2 => 1 + rng.below(3000) as usize,
-                _ => [31, 32, 33, 63, 64, 65, 127, 128, 129, 1200, 1201][rng.below(11) as usize],
+                // Around every loop boundary of the kernels (1, 2 and 4
+                // vectors of 16, 32 and 64 bytes, overlapped tails).
+                _ => [
+                    15, 16, 17, 31, 32, 33, 63, 64, 65, 95, 96, 97, 127, 128, 129, 159, 160, 161,
+                    191, 192, 193, 255, 256, 257, 1199, 1200, 1201,
+                ][rng.below(27) as usize],
             };
             let off_s = rng.below(64) as usize;
             let off_d = rng.below(64) as usize;

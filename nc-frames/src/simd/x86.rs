@@ -78,61 +78,95 @@ unsafe fn mul_ssse3<const ADD: bool>(dst: *mut u8, src: *const u8, n: usize, c: 
     }
 }
 
+/// Shared loop of the 256-bit kernels: `dst[i] = (ADD ? dst[i] : 0) ^ f(src[i])`
+/// for `i < n`, with `f` a byte-wise map computed 32 bytes at a time.
+///
+/// Four independent vectors per iteration, then single vectors. For
+/// `n >= 32` a ragged end is handled without scalar code or bounce buffers:
+/// the *last* 32 bytes (`n - 32 .. n`) are loaded and computed before the
+/// loop, from the original `dst`/`src`, and stored after it. The bytes this
+/// overlaps with the loop's last vector receive the same value twice
+/// (`dst` is the original one in both computations), so the result is
+/// exact, including in place (`src == dst`). Below 32 bytes, one
+/// bounce-buffered partial vector.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn run256<const ADD: bool, F: Fn(__m256i) -> __m256i>(
+    dst: *mut u8,
+    src: *const u8,
+    n: usize,
+    f: F,
+) {
+    // SAFETY: every full-width access is at an offset `<= n - 32` (so within
+    // the `n` valid bytes); partial accesses go through bounce buffers of
+    // `n` bytes. `src` and `dst` are either equal or disjoint (contract).
+    unsafe {
+        let ld = |p: *const u8| _mm256_loadu_si256(p as *const __m256i);
+        let st = |p: *mut u8, v: __m256i| _mm256_storeu_si256(p as *mut __m256i, v);
+        if n < 32 {
+            if n > 0 {
+                let mut p = f(load_partial256(src, n));
+                if ADD {
+                    p = _mm256_xor_si256(p, load_partial256(dst, n));
+                }
+                store_partial256(dst, p, n);
+            }
+            return;
+        }
+        let last = n - 32;
+        let mut pt = f(ld(src.add(last)));
+        if ADD {
+            pt = _mm256_xor_si256(pt, ld(dst.add(last)));
+        }
+        let mut i = 0;
+        while i + 128 <= n {
+            let mut p0 = f(ld(src.add(i)));
+            let mut p1 = f(ld(src.add(i + 32)));
+            let mut p2 = f(ld(src.add(i + 64)));
+            let mut p3 = f(ld(src.add(i + 96)));
+            if ADD {
+                p0 = _mm256_xor_si256(p0, ld(dst.add(i)));
+                p1 = _mm256_xor_si256(p1, ld(dst.add(i + 32)));
+                p2 = _mm256_xor_si256(p2, ld(dst.add(i + 64)));
+                p3 = _mm256_xor_si256(p3, ld(dst.add(i + 96)));
+            }
+            st(dst.add(i), p0);
+            st(dst.add(i + 32), p1);
+            st(dst.add(i + 64), p2);
+            st(dst.add(i + 96), p3);
+            i += 128;
+        }
+        while i + 32 <= n {
+            let mut p = f(ld(src.add(i)));
+            if ADD {
+                p = _mm256_xor_si256(p, ld(dst.add(i)));
+            }
+            st(dst.add(i), p);
+            i += 32;
+        }
+        if i < n {
+            st(dst.add(last), pt);
+        }
+    }
+}
+
 #[target_feature(enable = "avx2")]
 unsafe fn mul_avx2<const ADD: bool>(dst: *mut u8, src: *const u8, n: usize, c: u8) {
     let t = &gf256::NIBBLES[c as usize];
-    let mut i = 0;
-    // SAFETY: all accesses are at offsets `< n`; loads/stores are unaligned;
-    // `t` is 32 bytes.
+    // SAFETY: `t` is 32 bytes (two 16-byte tables); `run256` has the
+    // contract of this function.
     unsafe {
         let tlo = _mm256_broadcastsi128_si256(_mm_loadu_si128(t.as_ptr() as *const __m128i));
         let thi =
             _mm256_broadcastsi128_si256(_mm_loadu_si128(t.as_ptr().add(16) as *const __m128i));
         let mask = _mm256_set1_epi8(0x0f);
-        while i + 64 <= n {
-            let x0 = _mm256_loadu_si256(src.add(i) as *const __m256i);
-            let x1 = _mm256_loadu_si256(src.add(i + 32) as *const __m256i);
-            let mut p0 = _mm256_xor_si256(
-                _mm256_shuffle_epi8(tlo, _mm256_and_si256(x0, mask)),
-                _mm256_shuffle_epi8(thi, _mm256_and_si256(_mm256_srli_epi64(x0, 4), mask)),
-            );
-            let mut p1 = _mm256_xor_si256(
-                _mm256_shuffle_epi8(tlo, _mm256_and_si256(x1, mask)),
-                _mm256_shuffle_epi8(thi, _mm256_and_si256(_mm256_srli_epi64(x1, 4), mask)),
-            );
-            if ADD {
-                p0 = _mm256_xor_si256(p0, _mm256_loadu_si256(dst.add(i) as *const __m256i));
-                p1 = _mm256_xor_si256(p1, _mm256_loadu_si256(dst.add(i + 32) as *const __m256i));
-            }
-            _mm256_storeu_si256(dst.add(i) as *mut __m256i, p0);
-            _mm256_storeu_si256(dst.add(i + 32) as *mut __m256i, p1);
-            i += 64;
-        }
-        while i + 32 <= n {
-            let x = _mm256_loadu_si256(src.add(i) as *const __m256i);
-            let mut p = _mm256_xor_si256(
+        let prod = |x: __m256i| {
+            _mm256_xor_si256(
                 _mm256_shuffle_epi8(tlo, _mm256_and_si256(x, mask)),
                 _mm256_shuffle_epi8(thi, _mm256_and_si256(_mm256_srli_epi64(x, 4), mask)),
-            );
-            if ADD {
-                p = _mm256_xor_si256(p, _mm256_loadu_si256(dst.add(i) as *const __m256i));
-            }
-            _mm256_storeu_si256(dst.add(i) as *mut __m256i, p);
-            i += 32;
-        }
-        if i < n {
-            // Last partial vector through a bounce buffer: no scalar tail.
-            let rem = n - i;
-            let x = load_partial256(src.add(i), rem);
-            let mut p = _mm256_xor_si256(
-                _mm256_shuffle_epi8(tlo, _mm256_and_si256(x, mask)),
-                _mm256_shuffle_epi8(thi, _mm256_and_si256(_mm256_srli_epi64(x, 4), mask)),
-            );
-            if ADD {
-                p = _mm256_xor_si256(p, load_partial256(dst.add(i), rem));
-            }
-            store_partial256(dst.add(i), p, rem);
-        }
+            )
+        };
+        run256::<ADD, _>(dst, src, n, prod);
     }
 }
 
@@ -181,42 +215,8 @@ unsafe fn mul_avx512<const ADD: bool>(dst: *mut u8, src: *const u8, n: usize, c:
 #[target_feature(enable = "gfni,avx2")]
 unsafe fn mul_gfni256<const ADD: bool>(dst: *mut u8, src: *const u8, n: usize, c: u8) {
     let m = _mm256_set1_epi64x(gf256::affine_matrix(c) as i64);
-    let mut i = 0;
-    // SAFETY: all accesses are at offsets `< n`; loads/stores are unaligned.
-    unsafe {
-        while i + 64 <= n {
-            let x0 = _mm256_loadu_si256(src.add(i) as *const __m256i);
-            let x1 = _mm256_loadu_si256(src.add(i + 32) as *const __m256i);
-            let mut p0 = _mm256_gf2p8affine_epi64_epi8::<0>(x0, m);
-            let mut p1 = _mm256_gf2p8affine_epi64_epi8::<0>(x1, m);
-            if ADD {
-                p0 = _mm256_xor_si256(p0, _mm256_loadu_si256(dst.add(i) as *const __m256i));
-                p1 = _mm256_xor_si256(p1, _mm256_loadu_si256(dst.add(i + 32) as *const __m256i));
-            }
-            _mm256_storeu_si256(dst.add(i) as *mut __m256i, p0);
-            _mm256_storeu_si256(dst.add(i + 32) as *mut __m256i, p1);
-            i += 64;
-        }
-        while i + 32 <= n {
-            let x = _mm256_loadu_si256(src.add(i) as *const __m256i);
-            let mut p = _mm256_gf2p8affine_epi64_epi8::<0>(x, m);
-            if ADD {
-                p = _mm256_xor_si256(p, _mm256_loadu_si256(dst.add(i) as *const __m256i));
-            }
-            _mm256_storeu_si256(dst.add(i) as *mut __m256i, p);
-            i += 32;
-        }
-        if i < n {
-            // Last partial vector through a bounce buffer: no scalar tail.
-            let rem = n - i;
-            let x = load_partial256(src.add(i), rem);
-            let mut p = _mm256_gf2p8affine_epi64_epi8::<0>(x, m);
-            if ADD {
-                p = _mm256_xor_si256(p, load_partial256(dst.add(i), rem));
-            }
-            store_partial256(dst.add(i), p, rem);
-        }
-    }
+    // SAFETY: `run256` has the contract of this function.
+    unsafe { run256::<ADD, _>(dst, src, n, |x| _mm256_gf2p8affine_epi64_epi8::<0>(x, m)) }
 }
 
 #[target_feature(enable = "gfni,avx512f,avx512bw")]
