@@ -2,12 +2,13 @@
 #   make demo    baseline experiment: HTTP/3 downloads over an emulated lossy link
 #   make test    everything CI runs (workspace tests + quiche's own suite on the patched tree)
 #   make bench   benchmarks (print ratios against a baseline measured in the same run)
+#   make peers   foreign QUIC peers for nc-experiment --compete (quic-go; needs Go)
 
 CARGO ?= cargo
 QUICHE_DIR := .quiche/quiche-0.30.0
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all quiche build release demo test test-workspace test-quiche bench bench-coding bench-cc fuzz fmt clippy clean-quiche
+.PHONY: all quiche build release peers demo test test-workspace test-quiche bench bench-coding bench-cc fuzz fmt clippy clean-quiche
 
 all: build
 
@@ -20,6 +21,12 @@ build: quiche
 
 release: quiche
 	$(CARGO) build --release --workspace --bins
+
+# quic-go peer for `nc-experiment --compete X,quic-go:cubic`, next to the
+# release binaries' directory: <target>/peers/quic-go-peer.
+PEERS_DIR ?= $(abspath $(or $(CARGO_TARGET_DIR),target))/peers
+peers:
+	cd interop/peers/quic-go && go build -o $(PEERS_DIR)/quic-go-peer .
 
 demo: release
 	./target/release/nc-experiment $(DEMO_ARGS)

@@ -3,7 +3,9 @@
 //! One run = two HTTP/3 downloads of `--size` bytes sharing ONE emulated
 //! bottleneck per direction. Each flow has its own `qnc-server` (started with
 //! its controller: the server's controller governs a download) and its own
-//! `qnc-client` (same `--cc`); a single `linkem` relays both
+//! `qnc-client` (same `--cc`), or another stack's server and client
+//! (`ngtcp2:cubic`, `quic-go:cubic`; see [`crate::peer`]); a single `linkem`
+//! relays both
 //! (`--upstream SA --upstream SB --max-clients 2`). linkem maps clients to
 //! upstreams in order of first appearance, so the runner starts client A,
 //! waits until linkem reports that it has learned A's address (a stats
@@ -22,8 +24,7 @@
 //! data (client exit + polling), during which the other flow is alone: a
 //! bias of well under 1 % on overlaps of several seconds.
 
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -31,13 +32,18 @@ use serde_json::Value;
 
 use crate::experiment::{
     as_f64, as_u64, check_interrupted, json_objects, linkem_command, sanitize, start_listening,
-    start_server, LossCase, Options, Proc,
+    LossCase, Options, Proc,
 };
+use crate::peer::FlowSpec;
 use crate::relay::Stats;
 
 /// The outcome of one flow of a competing run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct FlowResult {
+    /// QUIC implementation of server and client: `quiche` (ours, qnc-server
+    /// and qnc-client), `ngtcp2` or `quic-go`.
+    #[serde(default)]
+    pub stack: String,
     /// Congestion controller (server and client).
     pub cc: String,
     /// The flow's server address (linkem's upstream for this flow).
@@ -48,7 +54,8 @@ pub struct FlowResult {
     pub start_s: Option<f64>,
     /// Body bytes received by the client.
     pub bytes: Option<u64>,
-    /// Download completion time (client's `duration_s`).
+    /// Download completion time (client's `duration_s`; for ngtcp2, the
+    /// wall time from starting the client to its exit).
     pub completion_s: Option<f64>,
     /// Goodput over the flow's own lifetime, Mbit/s.
     pub goodput_mbps: Option<f64>,
@@ -61,7 +68,7 @@ pub struct FlowResult {
     pub lost: Option<u64>,
     /// Server's stream bytes retransmitted.
     pub server_retrans_bytes: Option<u64>,
-    /// The raw client JSON line.
+    /// The raw client JSON line (none for ngtcp2).
     pub client_json: Option<Value>,
     /// The raw server JSON line.
     pub server_json: Option<Value>,
@@ -132,21 +139,30 @@ pub fn run_compete(
     certs: &Path,
 ) -> CompeteResult {
     let seed = opts.seed.wrapping_add(run as u64);
+    let specs: Result<Vec<FlowSpec>, String> = pair.iter().map(|s| FlowSpec::parse(s)).collect();
     let mut r = CompeteResult {
-        pair: pair.join(","),
+        pair: pair_label(pair),
         loss: loss.label.clone(),
         run,
         seed,
         stagger_s: opts.stagger.as_secs_f64(),
-        flows: pair
-            .iter()
-            .map(|cc| FlowResult {
-                cc: cc.clone(),
-                ..Default::default()
-            })
-            .collect(),
         ..Default::default()
     };
+    let specs = match specs {
+        Ok(v) => v,
+        Err(e) => {
+            r.error = Some(e);
+            return r;
+        }
+    };
+    r.flows = specs
+        .iter()
+        .map(|f| FlowResult {
+            stack: f.stack.name().into(),
+            cc: f.cc.clone(),
+            ..Default::default()
+        })
+        .collect();
     let dir = work.join(format!(
         "compete-{}-{}-{run}",
         sanitize(&pair.join("_")),
@@ -156,7 +172,7 @@ pub fn run_compete(
         r.error = Some(format!("{}: {e}", dir.display()));
         return r;
     }
-    if let Err(e) = compete_inner(opts, pair, loss, seed, &dir, certs, &mut r) {
+    if let Err(e) = compete_inner(opts, &specs, loss, seed, &dir, certs, &mut r) {
         r.error = Some(e);
     }
     if r.error.is_none() {
@@ -193,36 +209,72 @@ fn snapshot(emu: &mut Proc, path: &Path, deadline: Instant) -> Result<Stats, Str
     }
 }
 
-fn start_client(
-    opts: &Options,
-    cc: &str,
-    tag: &str,
-    url: &str,
-    dir: &Path,
-    certs: &Path,
-    deadline: Instant,
-) -> Result<Proc, String> {
-    let remaining = deadline.saturating_duration_since(Instant::now());
-    Proc::spawn(
-        &format!("qnc-client-{tag}"),
-        Command::new(opts.bin_dir.join("qnc-client"))
-            .arg("--ca")
-            .arg(certs.join("ca.pem"))
-            .arg("--cc")
-            .arg(cc)
-            .arg("--json")
-            .arg("--timeout")
-            .arg(remaining.as_secs().max(1).to_string())
-            .arg(url),
-        dir,
-    )
+/// The pair as shown in reports: `CC` for our flows, `STACK:CC` otherwise
+/// (the spec as given if it does not parse).
+pub fn pair_label(pair: &[String]) -> String {
+    pair.iter()
+        .map(|s| FlowSpec::parse(s).map_or_else(|_| s.clone(), |f| f.label()))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
-/// Fills a flow's client columns from its exited client.
-fn collect_client(opts: &Options, client: &mut Proc, f: &mut FlowResult, deadline: Instant) {
-    let status = client.wait_exit(deadline);
+/// A running client of one flow.
+struct Client {
+    spec: FlowSpec,
+    proc: Proc,
+    /// Where a client that saves the body (ngtcp2) puts it.
+    out_dir: PathBuf,
+    started: Instant,
+    /// When the runner first saw the process gone.
+    ended: Option<Instant>,
+}
+
+impl Client {
+    #[allow(clippy::too_many_arguments)]
+    fn start(
+        opts: &Options,
+        spec: &FlowSpec,
+        tag: &str,
+        emu_addr: &str,
+        dir: &Path,
+        certs: &Path,
+        deadline: Instant,
+    ) -> Result<Client, String> {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let out_dir = dir.join(format!("download-{tag}"));
+        if spec.downloaded_file(&out_dir).is_some() {
+            std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+        }
+        let mut cmd =
+            spec.client_command(opts, emu_addr, &out_dir, certs, remaining.as_secs().max(1));
+        let started = Instant::now();
+        let proc = Proc::spawn(&format!("{}-{tag}", spec.program("client")), &mut cmd, dir)?;
+        Ok(Client {
+            spec: spec.clone(),
+            proc,
+            out_dir,
+            started,
+            ended: None,
+        })
+    }
+
+    /// Whether the client has exited; notes when this was first seen.
+    fn exited(&mut self) -> bool {
+        if self.ended.is_none() && self.proc.exited() {
+            self.ended = Some(Instant::now());
+        }
+        self.ended.is_some()
+    }
+}
+
+/// Fills a flow's client columns from its exited client. Clients that print
+/// qnc-client's JSON line (ours, quic-go) are read from it; for ngtcp2 the
+/// exit status, the size of the saved file and the runner's wall time count.
+fn collect_client(opts: &Options, c: &mut Client, f: &mut FlowResult, deadline: Instant) {
+    let status = c.proc.wait_exit(deadline);
+    c.exited();
     std::thread::sleep(Duration::from_millis(50));
-    let lines = client.drain_lines();
+    let lines = c.proc.drain_lines();
     let status = match status {
         Ok(s) => s,
         Err(e) => {
@@ -234,25 +286,29 @@ fn collect_client(opts: &Options, client: &mut Proc, f: &mut FlowResult, deadlin
             return;
         }
     };
+    let name = c.spec.program("client");
     if !status.success() {
-        f.error = Some(format!(
-            "qnc-client exited ({status}){}",
-            client.stderr_tail()
-        ));
+        f.error = Some(format!("{name} exited ({status}){}", c.proc.stderr_tail()));
         return;
     }
-    let Some(cj) = json_objects(&lines, "client").into_iter().next() else {
-        f.error = Some("qnc-client printed no JSON line".into());
-        return;
-    };
-    f.bytes = as_u64(&cj, "bytes");
-    f.completion_s = as_f64(&cj, "duration_s");
+    let mut http = Some(200);
+    if let Some(file) = c.spec.downloaded_file(&c.out_dir) {
+        f.bytes = Some(std::fs::metadata(&file).map_or(0, |m| m.len()));
+        f.completion_s = c.ended.map(|e| e.duration_since(c.started).as_secs_f64());
+    } else {
+        let Some(cj) = json_objects(&lines, "client").into_iter().next() else {
+            f.error = Some(format!("{name} printed no JSON line"));
+            return;
+        };
+        f.bytes = as_u64(&cj, "bytes");
+        f.completion_s = as_f64(&cj, "duration_s");
+        http = as_u64(&cj, "status");
+        f.client_json = Some(cj);
+    }
     f.goodput_mbps = match (f.bytes, f.completion_s) {
         (Some(b), Some(d)) if d > 0.0 => Some(b as f64 * 8.0 / d / 1e6),
         _ => None,
     };
-    let http = as_u64(&cj, "status");
-    f.client_json = Some(cj);
     if http != Some(200) {
         f.error = Some(format!("HTTP status {http:?}"));
     } else if f.bytes != Some(opts.size) {
@@ -262,7 +318,7 @@ fn collect_client(opts: &Options, client: &mut Proc, f: &mut FlowResult, deadlin
 
 fn compete_inner(
     opts: &Options,
-    pair: &[String],
+    pair: &[FlowSpec],
     loss: &LossCase,
     seed: u64,
     dir: &Path,
@@ -273,11 +329,11 @@ fn compete_inner(
     let idle_ms = 5_000u64;
     let tags = ["a", "b"];
     let mut servers = Vec::new();
-    for (k, cc) in pair.iter().enumerate() {
+    for (k, spec) in pair.iter().enumerate() {
         let root = dir.join(format!("root-{}", tags[k]));
         std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
-        let label = format!("qnc-server-{}", tags[k]);
-        let (p, addr) = start_server(opts, cc, &label, &root, dir, certs, deadline, idle_ms)?;
+        let label = format!("{}-{}", spec.program("server"), tags[k]);
+        let (p, addr) = spec.start_server(opts, &label, &root, dir, certs, deadline, idle_ms)?;
         r.flows[k].server = Some(addr.clone());
         servers.push((p, addr));
     }
@@ -288,10 +344,9 @@ fn compete_inner(
         linkem_command(opts, port, &upstreams, loss, seed, &stats_path)
     })?;
 
-    let url = format!("https://{emu_addr}/bytes/{}", opts.size);
     let t0 = Instant::now();
-    let mut clients = vec![start_client(
-        opts, &pair[0], tags[0], &url, dir, certs, deadline,
+    let mut clients = vec![Client::start(
+        opts, &pair[0], tags[0], &emu_addr, dir, certs, deadline,
     )?];
     r.flows[0].start_s = Some(0.0);
     // Client B may only start once linkem has mapped client A to upstream A.
@@ -315,8 +370,8 @@ fn compete_inner(
         std::thread::sleep(Duration::from_millis(5));
     }
     r.flows[1].start_s = Some(t0.elapsed().as_secs_f64());
-    clients.push(start_client(
-        opts, &pair[1], tags[1], &url, dir, certs, deadline,
+    clients.push(Client::start(
+        opts, &pair[1], tags[1], &emu_addr, dir, certs, deadline,
     )?);
     let start_snap = loop {
         let s = snapshot(&mut emu, &stats_path, deadline)?;
@@ -357,9 +412,12 @@ fn compete_inner(
         r.jain = jain_index(&v);
     }
 
-    // Servers report when their connection closes (or idles out).
+    // Our servers report when their connection closes (or idles out).
     let sdeadline = Instant::now() + Duration::from_millis(idle_ms) + Duration::from_secs(3);
     for (k, (server, _)) in servers.iter_mut().enumerate() {
+        if !pair[k].server_prints_json() {
+            continue;
+        }
         if let Ok(l) = server.wait_line(sdeadline, |l| {
             serde_json::from_str::<Value>(l.trim())
                 .is_ok_and(|v| v.get("role").and_then(Value::as_str) == Some("server"))

@@ -56,11 +56,18 @@ usage: nc-experiment [options]
 competing flows (instead of the matrix):
   --compete A,B      per run, two downloads of --size each share one linkem
                      bottleneck: flow A uses controller A (server and client),
-                     flow B controller B, each with its own qnc-server; reports
+                     flow B controller B, each with its own server; reports
                      per-flow goodput, each flow's share of the bottleneck while
-                     both were active, the ratio A/B and Jain's fairness index
+                     both were active, the ratio A/B and Jain's fairness index.
+                     A flow is [STACK:]CC: CC alone (or quiche:CC) is ours
+                     (qnc-server/qnc-client --cc CC); ngtcp2:CC (cubic, reno,
+                     bbr, bbr2) uses ngtcp2's gtlsserver/gtlsclient (Debian
+                     ngtcp2-server/-client, apt-get installed if missing and
+                     root); quic-go:cubic uses quic-go-peer (make peers)
   --stagger SECS     start flow B this long after flow A (default 0: B starts as
-                     soon as linkem has seen A's first datagram)";
+                     soon as linkem has seen A's first datagram)
+  --quic-go-peer P   quic-go peer binary (default: DIR/../peers/quic-go-peer,
+                     built with `go build` if missing and go is on PATH)";
 
 /// One loss setting of the matrix.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -146,6 +153,8 @@ pub struct Options {
     pub compete: Option<Vec<String>>,
     /// `--stagger`: delay between the start of flow A and flow B.
     pub stagger: Duration,
+    /// `--quic-go-peer`: the quic-go peer binary for `quic-go:` flows.
+    pub quic_go_peer: PathBuf,
 }
 
 /// Parse result.
@@ -186,7 +195,9 @@ pub fn parse_args<I: IntoIterator<Item = String>>(
         keep: false,
         compete: None,
         stagger: Duration::ZERO,
+        quic_go_peer: PathBuf::new(),
     };
+    let mut quic_go_peer = None;
     let mut cc_given = false;
     let mut linkem = None;
     let mut loss_given = false;
@@ -293,13 +304,17 @@ pub fn parse_args<I: IntoIterator<Item = String>>(
             "--compete" => {
                 let pair: Vec<String> = v.split(',').map(|s| s.trim().to_string()).collect();
                 if pair.len() != 2 || pair.iter().any(|s| s.is_empty()) {
-                    return Err(format!("--compete: '{v}' is not two controllers A,B"));
+                    return Err(format!("--compete: '{v}' is not two flows A,B"));
+                }
+                for s in &pair {
+                    crate::peer::FlowSpec::parse(s).map_err(|e| format!("--compete: {e}"))?;
                 }
                 o.compete = Some(pair);
             }
             "--stagger" => o.stagger = parse_duration_with(&v, false).map_err(ctx)?,
             "--bin-dir" => o.bin_dir = PathBuf::from(v),
             "--linkem" => linkem = Some(PathBuf::from(v)),
+            "--quic-go-peer" => quic_go_peer = Some(PathBuf::from(v)),
             "--json" => o.json = Some(PathBuf::from(v)),
             _ => return Err(format!("unknown option '{name}' (see --help)")),
         }
@@ -312,6 +327,7 @@ pub fn parse_args<I: IntoIterator<Item = String>>(
     } else if !o.stagger.is_zero() {
         return Err("--stagger needs --compete".into());
     }
+    o.quic_go_peer = quic_go_peer.unwrap_or_else(|| crate::peer::default_quic_go_peer(&o.bin_dir));
     o.linkem = linkem.unwrap_or_else(|| {
         let in_bin = o.bin_dir.join("linkem");
         if in_bin.exists() {
@@ -653,22 +669,35 @@ pub(crate) fn start_server(
     idle_ms: u64,
 ) -> Result<(Proc, String), String> {
     start_listening(label, dir, deadline, |port| {
-        let mut c = Command::new(opts.bin_dir.join("qnc-server"));
-        c.arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--root")
-            .arg(root)
-            .arg("--cert")
-            .arg(certs.join("cert.pem"))
-            .arg("--key")
-            .arg(certs.join("key.pem"))
-            .arg("--cc")
-            .arg(cc)
-            .arg("--idle-timeout")
-            .arg(idle_ms.to_string())
-            .arg("--stats-json");
-        c
+        qnc_server_command(opts, cc, port, root, certs, idle_ms)
     })
+}
+
+/// The `qnc-server` command: controller `cc`, listening on 127.0.0.1:`port`,
+/// serving `root` (and `/bytes/<n>`), one JSON stats line per connection.
+pub(crate) fn qnc_server_command(
+    opts: &Options,
+    cc: &str,
+    port: u16,
+    root: &Path,
+    certs: &Path,
+    idle_ms: u64,
+) -> Command {
+    let mut c = Command::new(opts.bin_dir.join("qnc-server"));
+    c.arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--root")
+        .arg(root)
+        .arg("--cert")
+        .arg(certs.join("cert.pem"))
+        .arg("--key")
+        .arg(certs.join("key.pem"))
+        .arg("--cc")
+        .arg(cc)
+        .arg("--idle-timeout")
+        .arg(idle_ms.to_string())
+        .arg("--stats-json");
+    c
 }
 
 /// The `linkem` command for one run: the experiment's link (rate, half the
@@ -1029,6 +1058,8 @@ mod tests {
             "--compete a,b --cc cubic",
             "--stagger 1",
             "--compete a,b --stagger x",
+            "--compete hybrid,ngtcp2:vegas",
+            "--compete hybrid,foo:cubic",
         ] {
             assert!(
                 parse_args(bad.split_whitespace().map(String::from), Path::new("/x")).is_err(),

@@ -6,6 +6,7 @@
 //! * [`relay`]: a real UDP relay on top of the model (`linkem`).
 //! * [`experiment`]: the `nc-experiment` matrix runner (spawns processes only).
 //! * [`compete`]: `nc-experiment --compete A,B`, two flows sharing one bottleneck.
+//! * [`peer`]: foreign QUIC stacks (ngtcp2, quic-go) as `--compete` flows.
 //! * [`cli`]: argument parsing of the `linkem` binary.
 //! * [`units`]: parsing of rates, durations, buffer sizes, probabilities.
 //! * [`rxstamp`]: kernel receive timestamps (arrival instants for the model).
@@ -18,6 +19,7 @@ pub mod compete;
 pub mod experiment;
 pub mod link;
 pub mod loss;
+pub mod peer;
 pub mod relay;
 pub mod rng;
 pub mod rxstamp;

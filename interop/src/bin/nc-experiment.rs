@@ -6,11 +6,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
-use interop::compete::{format_compete_summary, format_compete_table, run_compete, CompeteReport};
+use interop::compete::{
+    format_compete_summary, format_compete_table, pair_label, run_compete, CompeteReport,
+};
 use interop::experiment::{
     compute_ratios, format_table, make_certs, parse_args, run_one, Command_, Options, Report,
     INTERRUPTED, USAGE,
 };
+use interop::peer::FlowSpec;
 
 extern "C" fn on_signal(_sig: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
@@ -122,6 +125,15 @@ fn run_compete_matrix(
     work: &std::path::Path,
     certs: &std::path::Path,
 ) -> ExitCode {
+    // Foreign stacks: install ngtcp2 / build the quic-go peer if needed.
+    for s in pair {
+        if let Err(e) = FlowSpec::parse(s).and_then(|f| f.prepare(opts)) {
+            eprintln!("nc-experiment: error: {e}");
+            let _ = std::fs::remove_dir_all(work);
+            return ExitCode::from(1);
+        }
+    }
+    let label = pair_label(pair);
     let total = opts.loss.len() * opts.runs;
     let mut rows = Vec::new();
     'outer: for loss in &opts.loss {
@@ -130,10 +142,9 @@ fn run_compete_matrix(
                 break 'outer;
             }
             eprint!(
-                "[{}/{}] compete {} loss={} run={run} ... ",
+                "[{}/{}] compete {label} loss={} run={run} ... ",
                 rows.len() + 1,
                 total,
-                pair.join(","),
                 loss.label
             );
             let r = run_compete(opts, pair, loss, run, work, certs);
@@ -146,9 +157,8 @@ fn run_compete_matrix(
         }
     }
     println!(
-        "# compete {}: {} bytes each over {:.3} Mbit/s, RTT {:?}, buffer {}, loss position {}, \
+        "# compete {label}: {} bytes each over {:.3} Mbit/s, RTT {:?}, buffer {}, loss position {}, \
          stagger {:?}, seed {}",
-        pair.join(","),
         opts.size,
         opts.rate_bps as f64 / 1e6,
         opts.rtt,
@@ -158,6 +168,7 @@ fn run_compete_matrix(
         opts.seed
     );
     println!("# shares: Mbit/s each flow got from the bottleneck while both were active");
+    println!("# flows without a STACK: prefix are quiche (qnc-server/qnc-client)");
     print!("{}", format_compete_table(&rows, opts.markdown));
     println!();
     print!("{}", format_compete_summary(&rows, opts.markdown));
