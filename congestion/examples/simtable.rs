@@ -130,6 +130,9 @@ fn pair_table() {
         (Algo::Hybrid, 40, Algo::Aimd, 40, 0.0),
         (Algo::Hybrid, 40, Algo::Cubic, 40, 0.0),
         (Algo::Cubic, 40, Algo::Hybrid, 40, 0.0),
+        (Algo::HybridYield, 40, Algo::HybridYield, 40, 0.0),
+        (Algo::HybridYield, 40, Algo::Cubic, 40, 0.0),
+        (Algo::Hybrid, 40, Algo::HybridYield, 40, 0.0),
         (Algo::Bbr, 40, Algo::Cubic, 40, 0.0),
         (Algo::BbrAggressive, 40, Algo::Cubic, 40, 0.0),
         (Algo::Aimd, 40, Algo::Aimd, 40, 0.01),
@@ -280,6 +283,7 @@ fn shallow_table() {
         Algo::Ctcp,
         Algo::CtcpRoundMin,
         Algo::Hybrid,
+        Algo::HybridYield,
     ] {
         let mut cells = Vec::new();
         for buf_us in [1500u64, 4000, 10000, 40000] {
@@ -313,6 +317,7 @@ fn shallow_table() {
         Algo::Ctcp,
         Algo::CtcpRoundMin,
         Algo::Hybrid,
+        Algo::HybridYield,
     ] {
         let mut cells = Vec::new();
         for buf_us in [1500u64, 4000, 10000, 40000] {
@@ -462,10 +467,13 @@ fn fairness_matrix_table() {
     for (a, b) in [
         (Algo::Hybrid, Algo::Cubic),
         (Algo::Hybrid, Algo::Aimd),
+        (Algo::HybridYield, Algo::Cubic),
+        (Algo::HybridYield, Algo::Aimd),
         (Algo::Ctcp, Algo::Cubic),
         (Algo::Ctcp, Algo::Aimd),
         (Algo::Cubic, Algo::Aimd),
         (Algo::Hybrid, Algo::Hybrid),
+        (Algo::Hybrid, Algo::HybridYield),
     ] {
         let mut cells = Vec::new();
         let mut log_sum = 0.0;

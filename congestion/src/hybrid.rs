@@ -94,10 +94,12 @@ pub struct HybridConfig {
     pub cubic_increase: bool,
     /// Competitive mode: when a backoff by Equation (1) fails to drain the
     /// queue (another flow holds it), behave like a loss-based competitor
-    /// until the queue drains (see [`Hybrid::competitive`]). Off by default:
-    /// it buys a fair share against quiche's CUBIC, which rolls back most of
-    /// its own backoffs, at the price of taking 1.4-2x the share of a CUBIC
-    /// that does not (docs/results.md §5, docs/congestion.md).
+    /// until the queue drains (see [`Hybrid::competitive`]). On by default:
+    /// without it a loss-based CUBIC flow holding the queue gets 3x hybrid's
+    /// share on the emulated link (ngtcp2, quic-go and quiche CUBIC), with
+    /// it about parity on average; alone, or against delay-based flows, it
+    /// never engages (docs/congestion.md §3.4, docs/results.md §5). Off is
+    /// `--cc hybrid-yield`.
     pub competitive: bool,
     /// In competitive mode, a round's losses below `max(2, this fraction of
     /// the window in packets)` do not reduce the window (as quiche's CUBIC
@@ -105,6 +107,17 @@ pub struct HybridConfig {
     pub competitive_loss_frac: f64,
     /// Backoff factor in competitive mode.
     pub competitive_beta: f64,
+    /// Another flow is taken to hold the queue when, two RTTs after a
+    /// backoff by Equation (1), the queueing delay is still above this
+    /// fraction of what it was before (Equation (1) alone would have
+    /// emptied it).
+    pub competitive_drain_frac: f64,
+    /// The mode is only entered while the loss rate of packets that met no
+    /// queue peak (random loss, measured by this flow) is below this: on a
+    /// lossy path hybrid follows CTCP's notion of friendliness (take what a
+    /// loss-limited flow cannot use) and another hybrid's momentary queue
+    /// must not trigger the mode (docs/congestion.md §3.4).
+    pub competitive_max_random_loss: f64,
 }
 
 impl Default for HybridConfig {
@@ -127,9 +140,11 @@ impl Default for HybridConfig {
             hystart: true,
             pacing_gain: 1.25,
             cubic_increase: false,
-            competitive: false,
+            competitive: true,
             competitive_loss_frac: 0.1,
             competitive_beta: 0.7,
+            competitive_drain_frac: 0.5,
+            competitive_max_random_loss: 0.002,
         }
     }
 }
@@ -397,6 +412,14 @@ impl Hybrid {
         (max > min).then(|| min + (max - min) / 2)
     }
 
+    /// Whether the loss rate of packets that met no queue peak is below
+    /// [`HybridConfig::competitive_max_random_loss`] (or not yet measured).
+    pub fn random_loss_free(&self) -> bool {
+        self.off_peak
+            .rate()
+            .is_none_or(|r| r < self.cfg.competitive_max_random_loss)
+    }
+
     /// Whether losses correlate with queueing: the loss rate of packets that
     /// met a queue peak (their RTT, or for a lost packet its newest
     /// acknowledged neighbour's, above [`Hybrid::queue_peak_threshold`])
@@ -600,7 +623,11 @@ impl Controller for Hybrid {
                 if ev.now >= at {
                     self.drain_check = None;
                     let now_q = self.queueing_delay().unwrap_or_default();
-                    let held = now_q > self.queue_tolerance().max(before / 2);
+                    let held = now_q
+                        > self
+                            .queue_tolerance()
+                            .max(before.mul_f64(self.cfg.competitive_drain_frac))
+                        && self.random_loss_free();
                     if held && !self.competitive {
                         self.stats.competitive_entries += 1;
                         self.cubic.reset();

@@ -336,11 +336,11 @@ pub enum Algorithm {
     Vegas,
     /// [`Vegas`] with the TCP/NC preset ([`VegasConfig::tcp_nc`]).
     VegasTcpNc,
-    /// [`Hybrid`], the default for coded connections.
+    /// [`Hybrid`], the default for coded connections (competitive mode on).
     Hybrid,
-    /// [`Hybrid`] with its competitive mode on
-    /// ([`HybridConfig::competitive`]).
-    HybridCompetitive,
+    /// [`Hybrid`] with its competitive mode off
+    /// ([`HybridConfig::competitive`]): yields to loss-based flows.
+    HybridYield,
 }
 
 impl Algorithm {
@@ -352,7 +352,7 @@ impl Algorithm {
         Algorithm::Vegas,
         Algorithm::VegasTcpNc,
         Algorithm::Hybrid,
-        Algorithm::HybridCompetitive,
+        Algorithm::HybridYield,
     ];
 
     /// The name accepted by [`str::parse`].
@@ -364,7 +364,7 @@ impl Algorithm {
             Algorithm::Vegas => "vegas",
             Algorithm::VegasTcpNc => "vegas-nc",
             Algorithm::Hybrid => "hybrid",
-            Algorithm::HybridCompetitive => "hybrid-competitive",
+            Algorithm::HybridYield => "hybrid-yield",
         }
     }
 
@@ -395,9 +395,9 @@ impl Algorithm {
                 common,
                 ..Default::default()
             })),
-            Algorithm::HybridCompetitive => Box::new(Hybrid::new(HybridConfig {
+            Algorithm::HybridYield => Box::new(Hybrid::new(HybridConfig {
                 common,
-                competitive: true,
+                competitive: false,
                 ..Default::default()
             })),
         }

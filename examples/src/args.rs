@@ -18,7 +18,7 @@ pub const DEFAULT_PACING_SLACK_US: u64 = 1_000;
 #[derive(Args, Debug, Clone)]
 pub struct TransportArgs {
     /// Congestion controller: reno, cubic, bbr2 (quiche's) or hybrid,
-    /// hybrid-competitive, ctcp, vegas, vegas-nc, aimd (ours).
+    /// hybrid-yield, ctcp, vegas, vegas-nc, aimd (ours).
     #[arg(long, value_name = "NAME", default_value = crate::cc::DEFAULT,
           value_parser = crate::cc::validate)]
     pub cc: String,

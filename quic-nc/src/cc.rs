@@ -1,8 +1,8 @@
 //! Our congestion controllers behind quiche's external-controller hook.
 //!
 //! [`configure`] maps a controller name to a quiche configuration: quiche's
-//! own `reno`, `cubic` and `bbr2`, or one of ours (`hybrid`, `ctcp`,
-//! `vegas`, `vegas-nc`, `aimd`) through [`Factory`].
+//! own `reno`, `cubic` and `bbr2`, or one of ours (`hybrid`, `hybrid-yield`,
+//! `ctcp`, `vegas`, `vegas-nc`, `aimd`) through [`Factory`].
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,7 +15,15 @@ use crate::telemetry::Telemetry;
 
 /// Every name [`configure`] accepts, quiche's first.
 pub const NAMES: &[&str] = &[
-    "reno", "cubic", "bbr2", "hybrid", "ctcp", "vegas", "vegas-nc", "aimd",
+    "reno",
+    "cubic",
+    "bbr2",
+    "hybrid",
+    "hybrid-yield",
+    "ctcp",
+    "vegas",
+    "vegas-nc",
+    "aimd",
 ];
 
 /// How a name resolves.
@@ -34,7 +42,7 @@ pub fn resolve(name: &str) -> Result<Choice, String> {
         "cubic" => Choice::Quiche(quiche::CongestionControlAlgorithm::CUBIC),
         "bbr2" => Choice::Quiche(quiche::CongestionControlAlgorithm::Bbr2Gcongestion),
         // Our CUBIC model exists for simulations; on the wire, quiche's.
-        "aimd" | "hybrid" | "hybrid-competitive" | "ctcp" | "vegas" | "vegas-nc" => {
+        "aimd" | "hybrid" | "hybrid-yield" | "ctcp" | "vegas" | "vegas-nc" => {
             Choice::Ours(name.parse::<Algorithm>()?)
         }
         other => {

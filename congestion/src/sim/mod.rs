@@ -935,8 +935,12 @@ pub enum Algo {
     /// [`crate::Ctcp`] with the round-minimum RTT in Equation (1)
     /// ([`crate::CtcpConfig::round_min_rtt`]), paced.
     CtcpRoundMin,
-    /// [`crate::Hybrid`] with defaults, paced, with full coding feedback.
+    /// [`crate::Hybrid`] with defaults (competitive mode on), paced, with
+    /// full coding feedback.
     Hybrid,
+    /// [`crate::Hybrid`] with its competitive mode off, paced, with full
+    /// coding feedback.
+    HybridYield,
     /// [`crate::Vegas`] with the TCP/NC preset and DOF RTT, paced.
     VegasNc,
     /// [`BbrLike`], paced.
@@ -956,6 +960,7 @@ impl Algo {
             Algo::CtcpCubic => "ctcp-cubic",
             Algo::CtcpRoundMin => "ctcp-rmin",
             Algo::Hybrid => "hybrid",
+            Algo::HybridYield => "hybrid-yield",
             Algo::VegasNc => "vegas-nc",
             Algo::Bbr => "bbr-like",
             Algo::BbrAggressive => "bbr-2x",
@@ -997,6 +1002,11 @@ impl Algo {
                 common,
                 ..Default::default()
             })),
+            Algo::HybridYield => Box::new(Hybrid::new(HybridConfig {
+                common,
+                competitive: false,
+                ..Default::default()
+            })),
             Algo::VegasNc => Box::new(Vegas::new(VegasConfig {
                 common,
                 ..VegasConfig::tcp_nc()
@@ -1013,7 +1023,9 @@ impl Algo {
         spec.mss = common.mss;
         match self {
             Algo::Aimd | Algo::Cubic | Algo::CubicRollback => spec,
-            Algo::Hybrid | Algo::VegasNc => spec.paced().with_coding(CodingModel::full()),
+            Algo::Hybrid | Algo::HybridYield | Algo::VegasNc => {
+                spec.paced().with_coding(CodingModel::full())
+            }
             _ => spec.paced(),
         }
     }
