@@ -10,6 +10,16 @@ use std::time::Duration;
 use congestion::sim::{AckPolicy, Algo, FlowSpec, LinkConfig, SimReport, Simulation};
 use congestion::CommonConfig;
 
+/// Controllers of Table 6 (shallow buffers).
+const SHALLOW_ALGOS: [Algo; 6] = [
+    Algo::Aimd,
+    Algo::Cubic,
+    Algo::Ctcp,
+    Algo::CtcpRoundMin,
+    Algo::Hybrid,
+    Algo::HybridYield,
+];
+
 fn ms(v: u64) -> Duration {
     Duration::from_millis(v)
 }
@@ -277,14 +287,7 @@ fn shallow_table() {
     println!();
     println!("| flow A | buffer 1.5 ms (3 pkts) | 4 ms (8 pkts) | 10 ms (25% BDP) | 40 ms (BDP) |");
     println!("|---|---|---|---|---|");
-    for algo in [
-        Algo::Aimd,
-        Algo::Cubic,
-        Algo::Ctcp,
-        Algo::CtcpRoundMin,
-        Algo::Hybrid,
-        Algo::HybridYield,
-    ] {
+    for algo in SHALLOW_ALGOS {
         let mut cells = Vec::new();
         for buf_us in [1500u64, 4000, 10000, 40000] {
             let mut link = LinkConfig::bdp_buffer(20.0, ms(40));
@@ -311,14 +314,7 @@ fn shallow_table() {
     println!();
     println!("| algo | buffer 1.5 ms | 4 ms | 10 ms | 40 ms |");
     println!("|---|---|---|---|---|");
-    for algo in [
-        Algo::Aimd,
-        Algo::Cubic,
-        Algo::Ctcp,
-        Algo::CtcpRoundMin,
-        Algo::Hybrid,
-        Algo::HybridYield,
-    ] {
+    for algo in SHALLOW_ALGOS {
         let mut cells = Vec::new();
         for buf_us in [1500u64, 4000, 10000, 40000] {
             let mut link = LinkConfig::bdp_buffer(20.0, ms(40));
