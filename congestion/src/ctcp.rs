@@ -23,7 +23,11 @@ use std::time::{Duration, Instant};
 
 use crate::filter::WindowedMin;
 use crate::growth::{AdditiveIncrease, CubicGrowth};
-use crate::{cwnd_limited, rate_of, CommonConfig, CongestionEvent, Controller, SendState};
+use crate::state_name;
+use crate::{
+    collapse_window, cwnd_limited, slow_start_aware_rate, CommonConfig, CongestionEvent,
+    Controller, SendState,
+};
 
 /// Configuration of [`Ctcp`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -159,16 +163,7 @@ impl Controller for Ctcp {
         out("backoffs", self.backoffs() as f64);
     }
 
-    fn on_packet_sent(
-        &mut self,
-        _now: Instant,
-        _bif: usize,
-        pkt_num: u64,
-        _bytes: usize,
-        _rtx: bool,
-    ) {
-        self.send.on_sent(pkt_num);
-    }
+    record_sent!();
 
     fn on_congestion_event(&mut self, ev: &CongestionEvent<'_>) {
         self.srtt = ev.rtt.smoothed;
@@ -230,51 +225,26 @@ impl Controller for Ctcp {
 
     fn on_retransmission_timeout(&mut self, packets_retransmitted: bool) {
         if packets_retransmitted {
-            self.ssthresh = (self.cwnd * 0.5).max(self.cfg.common.min_window());
-            self.cwnd = self.cfg.common.min_window();
+            collapse_window(&mut self.cwnd, &mut self.ssthresh, 0.5, &self.cfg.common);
             self.slow_start = true;
             self.ai.reset();
             self.cubic.reset();
         }
     }
 
-    fn on_connection_migration(&mut self) {
-        *self = Ctcp::new(self.cfg);
-    }
-
-    fn update_mss(&mut self, mss: usize) {
-        self.cfg.common.mss = mss;
-    }
-
-    fn limit_cwnd(&mut self, max_cwnd: usize) {
-        self.cwnd = self.cwnd.min(max_cwnd as f64);
-    }
-
-    fn congestion_window(&self) -> usize {
-        self.cwnd as usize
-    }
-
-    fn is_in_recovery(&self) -> bool {
-        self.send.in_recovery()
-    }
+    window_accessors!();
 
     fn pacing_rate(&self, _bif: usize) -> Option<u64> {
         let gain = self.cfg.pacing_gain?;
-        let gain = if self.slow_start { gain.max(2.0) } else { gain };
-        Some(rate_of(self.cwnd, self.srtt, gain))
+        Some(slow_start_aware_rate(
+            self.cwnd,
+            self.srtt,
+            gain,
+            self.slow_start,
+        ))
     }
 
     fn state_str(&self) -> &'static str {
-        if self.slow_start {
-            "slow_start"
-        } else if self.send.in_recovery() {
-            "recovery"
-        } else {
-            "congestion_avoidance"
-        }
-    }
-
-    fn ssthresh(&self) -> Option<usize> {
-        self.ssthresh.is_finite().then_some(self.ssthresh as usize)
+        state_name(self.slow_start, self.send.in_recovery())
     }
 }

@@ -11,7 +11,10 @@
 use std::time::{Duration, Instant};
 
 use crate::growth::CubicGrowth;
-use crate::{cwnd_limited, rate_of, CommonConfig, CongestionEvent, Controller, SendState};
+use crate::state_name;
+use crate::{
+    collapse_window, cwnd_limited, rate_of, CommonConfig, CongestionEvent, Controller, SendState,
+};
 
 /// Configuration of [`Cubic`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -92,16 +95,7 @@ impl Cubic {
 }
 
 impl Controller for Cubic {
-    fn on_packet_sent(
-        &mut self,
-        _now: Instant,
-        _bif: usize,
-        pkt_num: u64,
-        _bytes: usize,
-        _rtx: bool,
-    ) {
-        self.send.on_sent(pkt_num);
-    }
+    record_sent!();
 
     fn on_congestion_event(&mut self, ev: &CongestionEvent<'_>) {
         self.srtt = ev.rtt.smoothed;
@@ -172,31 +166,17 @@ impl Controller for Cubic {
 
     fn on_retransmission_timeout(&mut self, packets_retransmitted: bool) {
         if packets_retransmitted {
-            self.ssthresh = (self.cwnd * self.cfg.beta).max(self.cfg.common.min_window());
-            self.cwnd = self.cfg.common.min_window();
+            collapse_window(
+                &mut self.cwnd,
+                &mut self.ssthresh,
+                self.cfg.beta,
+                &self.cfg.common,
+            );
             self.growth.reset();
         }
     }
 
-    fn on_connection_migration(&mut self) {
-        *self = Cubic::new(self.cfg);
-    }
-
-    fn update_mss(&mut self, mss: usize) {
-        self.cfg.common.mss = mss;
-    }
-
-    fn limit_cwnd(&mut self, max_cwnd: usize) {
-        self.cwnd = self.cwnd.min(max_cwnd as f64);
-    }
-
-    fn congestion_window(&self) -> usize {
-        self.cwnd as usize
-    }
-
-    fn is_in_recovery(&self) -> bool {
-        self.send.in_recovery()
-    }
+    window_accessors!();
 
     fn pacing_rate(&self, _bif: usize) -> Option<u64> {
         self.cfg
@@ -205,16 +185,6 @@ impl Controller for Cubic {
     }
 
     fn state_str(&self) -> &'static str {
-        if self.send.in_recovery() {
-            "recovery"
-        } else if self.in_slow_start() {
-            "slow_start"
-        } else {
-            "congestion_avoidance"
-        }
-    }
-
-    fn ssthresh(&self) -> Option<usize> {
-        self.ssthresh.is_finite().then_some(self.ssthresh as usize)
+        state_name(self.in_slow_start(), self.send.in_recovery())
     }
 }

@@ -45,8 +45,10 @@ use std::time::{Duration, Instant};
 
 use crate::filter::WindowedMin;
 use crate::growth::{AdditiveIncrease, CubicGrowth};
+use crate::state_name;
 use crate::{
-    cwnd_limited, rate_of, CodingFeedback, CommonConfig, CongestionEvent, Controller, SendState,
+    collapse_window, cwnd_limited, slow_start_aware_rate, CodingFeedback, CommonConfig,
+    CongestionEvent, Controller, SendState,
 };
 
 /// Configuration of [`Hybrid`].
@@ -770,57 +772,29 @@ impl Controller for Hybrid {
 
     fn on_retransmission_timeout(&mut self, packets_retransmitted: bool) {
         if packets_retransmitted {
-            self.ssthresh = (self.cwnd * 0.5).max(self.cfg.common.min_window());
-            self.cwnd = self.cfg.common.min_window();
+            collapse_window(&mut self.cwnd, &mut self.ssthresh, 0.5, &self.cfg.common);
             self.slow_start = true;
             self.ai.reset();
             self.cubic.reset();
         }
     }
 
-    fn on_connection_migration(&mut self) {
-        *self = Hybrid::new(self.cfg);
-    }
-
-    fn update_mss(&mut self, mss: usize) {
-        self.cfg.common.mss = mss;
-    }
-
-    fn limit_cwnd(&mut self, max_cwnd: usize) {
-        self.cwnd = self.cwnd.min(max_cwnd as f64);
-    }
-
-    fn congestion_window(&self) -> usize {
-        self.cwnd as usize
-    }
-
-    fn is_in_recovery(&self) -> bool {
-        self.send.in_recovery()
-    }
+    window_accessors!();
 
     fn pacing_rate(&self, _bif: usize) -> Option<u64> {
-        let gain = if self.slow_start {
-            self.cfg.pacing_gain.max(2.0)
-        } else {
-            self.cfg.pacing_gain
-        };
-        Some(rate_of(self.cwnd, self.srtt, gain))
+        Some(slow_start_aware_rate(
+            self.cwnd,
+            self.srtt,
+            self.cfg.pacing_gain,
+            self.slow_start,
+        ))
     }
 
     fn state_str(&self) -> &'static str {
-        if self.slow_start {
-            "slow_start"
-        } else if self.send.in_recovery() {
-            "recovery"
-        } else if self.competitive {
-            "competitive"
-        } else {
-            "congestion_avoidance"
+        match state_name(self.slow_start, self.send.in_recovery()) {
+            "congestion_avoidance" if self.competitive => "competitive",
+            s => s,
         }
-    }
-
-    fn ssthresh(&self) -> Option<usize> {
-        self.ssthresh.is_finite().then_some(self.ssthresh as usize)
     }
 
     fn on_coding_feedback(&mut self, _now: Instant, feedback: &CodingFeedback<'_>) {

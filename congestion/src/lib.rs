@@ -32,6 +32,55 @@
 use std::fmt::Debug;
 use std::time::{Duration, Instant};
 
+/// The [`Controller`] methods that are the same for every window-based
+/// controller of this crate: expands inside `impl Controller for X`, where
+/// `X` has the fields `cwnd: f64`, `ssthresh: f64`, `send: SendState` and
+/// `cfg` (with `cfg.common: CommonConfig`), and `X::new(cfg)`.
+macro_rules! window_accessors {
+    () => {
+        fn on_connection_migration(&mut self) {
+            *self = Self::new(self.cfg);
+        }
+
+        fn update_mss(&mut self, mss: usize) {
+            self.cfg.common.mss = mss;
+        }
+
+        fn limit_cwnd(&mut self, max_cwnd: usize) {
+            self.cwnd = self.cwnd.min(max_cwnd as f64);
+        }
+
+        fn congestion_window(&self) -> usize {
+            self.cwnd as usize
+        }
+
+        fn is_in_recovery(&self) -> bool {
+            self.send.in_recovery()
+        }
+
+        fn ssthresh(&self) -> Option<usize> {
+            self.ssthresh.is_finite().then_some(self.ssthresh as usize)
+        }
+    };
+}
+
+/// `on_packet_sent` for controllers that only record the packet number
+/// (in `send: SendState`) to gate one backoff per round trip.
+macro_rules! record_sent {
+    () => {
+        fn on_packet_sent(
+            &mut self,
+            _now: Instant,
+            _bif: usize,
+            pkt_num: u64,
+            _bytes: usize,
+            _rtx: bool,
+        ) {
+            self.send.on_sent(pkt_num);
+        }
+    };
+}
+
 pub mod aimd;
 pub mod ctcp;
 pub mod cubic;
@@ -506,6 +555,36 @@ impl SendState {
 pub(crate) fn rate_of(cwnd: f64, rtt: Duration, gain: f64) -> u64 {
     let secs = rtt.as_secs_f64().max(1e-6);
     (gain * cwnd / secs) as u64
+}
+
+/// Pacing rate `gain · cwnd / sRTT`, with the gain raised to at least 2 in
+/// slow start so that pacing never holds back the window's doubling.
+pub(crate) fn slow_start_aware_rate(cwnd: f64, srtt: Duration, gain: f64, slow_start: bool) -> u64 {
+    let gain = if slow_start { gain.max(2.0) } else { gain };
+    rate_of(cwnd, srtt, gain)
+}
+
+/// The qlog state name of a window-based controller.
+pub(crate) fn state_name(slow_start: bool, in_recovery: bool) -> &'static str {
+    if slow_start {
+        "slow_start"
+    } else if in_recovery {
+        "recovery"
+    } else {
+        "congestion_avoidance"
+    }
+}
+
+/// Retransmission timeout with retransmitted packets (RFC 5681 §3.1 style):
+/// `ssthresh = max(factor · cwnd, minimum window)`, `cwnd = minimum window`.
+pub(crate) fn collapse_window(
+    cwnd: &mut f64,
+    ssthresh: &mut f64,
+    factor: f64,
+    common: &CommonConfig,
+) {
+    *ssthresh = (*cwnd * factor).max(common.min_window());
+    *cwnd = common.min_window();
 }
 
 /// Whether the sender was using its window when the acked data was sent,

@@ -21,7 +21,11 @@
 use std::time::{Duration, Instant};
 
 use crate::filter::WindowedMin;
-use crate::{rate_of, CodingFeedback, CommonConfig, CongestionEvent, Controller, SendState};
+use crate::state_name;
+use crate::{
+    collapse_window, slow_start_aware_rate, CodingFeedback, CommonConfig, CongestionEvent,
+    Controller, SendState,
+};
 
 /// Configuration of [`Vegas`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -262,48 +266,25 @@ impl Controller for Vegas {
 
     fn on_retransmission_timeout(&mut self, packets_retransmitted: bool) {
         if packets_retransmitted {
-            self.ssthresh = (self.cwnd * 0.5).max(self.cfg.common.min_window());
-            self.cwnd = self.cfg.common.min_window();
+            collapse_window(&mut self.cwnd, &mut self.ssthresh, 0.5, &self.cfg.common);
             self.slow_start = true;
         }
     }
 
-    fn on_connection_migration(&mut self) {
-        *self = Vegas::new(self.cfg);
-    }
-
-    fn update_mss(&mut self, mss: usize) {
-        self.cfg.common.mss = mss;
-    }
-
-    fn limit_cwnd(&mut self, max_cwnd: usize) {
-        self.cwnd = self.cwnd.min(max_cwnd as f64);
-    }
-
-    fn congestion_window(&self) -> usize {
-        self.cwnd as usize
-    }
-
-    fn is_in_recovery(&self) -> bool {
-        self.send.in_recovery()
-    }
+    window_accessors!();
 
     fn pacing_rate(&self, _bif: usize) -> Option<u64> {
         let gain = self.cfg.pacing_gain?;
-        let gain = if self.slow_start { gain.max(2.0) } else { gain };
-        Some(rate_of(self.cwnd, self.srtt, gain))
+        Some(slow_start_aware_rate(
+            self.cwnd,
+            self.srtt,
+            gain,
+            self.slow_start,
+        ))
     }
 
     fn state_str(&self) -> &'static str {
-        if self.slow_start {
-            "slow_start"
-        } else {
-            "congestion_avoidance"
-        }
-    }
-
-    fn ssthresh(&self) -> Option<usize> {
-        self.ssthresh.is_finite().then_some(self.ssthresh as usize)
+        state_name(self.slow_start, false)
     }
 
     fn on_coding_feedback(&mut self, now: Instant, feedback: &CodingFeedback<'_>) {
