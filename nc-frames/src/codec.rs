@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 
-use crate::coeffs::Coefficients;
+use crate::coeffs::CoefRef;
 use crate::error::{Error, Result};
 use crate::gf256;
 use crate::simd::Kernel;
@@ -24,33 +24,34 @@ pub const LEN_PREFIX: usize = 2;
 /// Largest payload the 2-byte length prefix can describe.
 pub const MAX_SYMBOL_SIZE: usize = u16::MAX as usize;
 
-fn coded(payload: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(LEN_PREFIX + payload.len());
-    v.extend_from_slice(&(payload.len() as u16).to_be_bytes());
-    v.extend_from_slice(payload);
-    v
-}
-
 /// Sliding window of source symbols at the sender.
 #[derive(Debug)]
 pub struct Encoder {
     max_window: usize,
     max_symbol: usize,
     start: u64,
+    /// Coded forms (`len || payload`) of the symbols in the window.
     symbols: VecDeque<Vec<u8>>,
+    /// Buffers of symbols that left the window, for reuse (at most the
+    /// window size).
+    pool: Vec<Vec<u8>>,
     kernel: Kernel,
     scratch: Vec<u8>,
 }
+
+/// Sources combined per call of the fused kernel.
+const GROUP: usize = 8;
 
 impl Encoder {
     /// New encoder holding at most `max_window` symbols of at most
     /// `max_symbol_size` bytes each (clamped to [`MAX_SYMBOL_SIZE`]).
     pub fn new(max_window: usize, max_symbol_size: usize) -> Encoder {
         Encoder {
-            max_window: max_window.max(1),
+            max_window: max_window.clamp(1, crate::frames::MAX_WINDOW_LIMIT as usize),
             max_symbol: max_symbol_size.min(MAX_SYMBOL_SIZE),
             start: 0,
             symbols: VecDeque::new(),
+            pool: Vec::new(),
             kernel: Kernel::best(),
             scratch: Vec::new(),
         }
@@ -86,7 +87,8 @@ impl Encoder {
         self.symbols.len() < self.max_window
     }
 
-    /// Append a source symbol; returns its index.
+    /// Append a source symbol (copied into a recycled buffer); returns its
+    /// index.
     pub fn push(&mut self, payload: &[u8]) -> Result<u64> {
         if payload.len() > self.max_symbol {
             return Err(Error::SymbolTooLarge(payload.len()));
@@ -95,14 +97,24 @@ impl Encoder {
             return Err(Error::WindowFull);
         }
         let idx = self.next_index();
-        self.symbols.push_back(coded(payload));
+        let mut v = self.pool.pop().unwrap_or_default();
+        v.clear();
+        v.reserve(LEN_PREFIX + payload.len());
+        v.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+        v.extend_from_slice(payload);
+        self.symbols.push_back(v);
         Ok(idx)
     }
 
     /// Drop every symbol with index `< new_start` (e.g. on a seen-ACK).
     pub fn slide_to(&mut self, new_start: u64) {
-        while self.start < new_start && !self.symbols.is_empty() {
-            self.symbols.pop_front();
+        while self.start < new_start {
+            let Some(v) = self.symbols.pop_front() else {
+                break;
+            };
+            if self.pool.len() < self.max_window {
+                self.pool.push(v);
+            }
             self.start += 1;
         }
         if self.symbols.is_empty() && new_start > self.start {
@@ -116,43 +128,69 @@ impl Encoder {
         self.symbols.get(off as usize).map(|v| &v[LEN_PREFIX..])
     }
 
+    /// Length of a repair symbol over `[first, first + count)`: the longest
+    /// coded symbol in it (`None` if the range is not in the window).
+    pub fn coded_len(&self, first: u64, count: usize) -> Option<usize> {
+        let off = first.checked_sub(self.start)? as usize;
+        if count == 0 || off.checked_add(count)? > self.symbols.len() {
+            return None;
+        }
+        self.symbols.range(off..off + count).map(|s| s.len()).max()
+    }
+
     /// Encode a repair symbol over `[first, first + count)` with the given
     /// coefficients into `out` (replaced). The result has the length of the
     /// longest coded symbol of the sub-window.
-    pub fn encode(
+    pub fn encode<'c>(
         &mut self,
         first: u64,
         count: usize,
-        coefs: &Coefficients,
+        coefs: impl Into<CoefRef<'c>>,
         out: &mut Vec<u8>,
     ) -> Result<()> {
-        let off = first
-            .checked_sub(self.start)
-            .ok_or(Error::Malformed("repair window below start"))? as usize;
-        if count == 0 || off + count > self.symbols.len() {
-            return Err(Error::Malformed("repair window outside encoder window"));
-        }
+        let len = self
+            .coded_len(first, count)
+            .ok_or(Error::Malformed("repair window outside encoder window"))?;
+        out.clear();
+        out.resize(len, 0);
+        self.encode_into(first, count, coefs, out).map(|_| ())
+    }
+
+    /// Encode a repair symbol over `[first, first + count)` into the start
+    /// of `out` (for example the packet being built) without allocating;
+    /// returns its length ([`Encoder::coded_len`]). `out` must be at least
+    /// that long.
+    pub fn encode_into<'c>(
+        &mut self,
+        first: u64,
+        count: usize,
+        coefs: impl Into<CoefRef<'c>>,
+        out: &mut [u8],
+    ) -> Result<usize> {
+        let len = self
+            .coded_len(first, count)
+            .ok_or(Error::Malformed("repair window outside encoder window"))?;
+        let out = out
+            .get_mut(..len)
+            .ok_or(Error::Malformed("repair buffer too short"))?;
+        let off = (first - self.start) as usize;
         let mut c = std::mem::take(&mut self.scratch);
-        if !coefs.expand(count, &mut c) {
+        if !coefs.into().expand(count, &mut c) {
             self.scratch = c;
             return Err(Error::Malformed("bad coefficients"));
         }
-        let len = self
-            .symbols
-            .range(off..off + count)
-            .map(|s| s.len())
-            .max()
-            .unwrap_or(0);
-        out.clear();
-        out.resize(len, 0);
-        let srcs: Vec<&[u8]> = self
-            .symbols
-            .range(off..off + count)
-            .map(|s| s.as_slice())
-            .collect();
-        self.kernel.lincomb(out, &srcs, &c);
+        out.fill(0);
+        // A group of sources at a time, so no list of all of them is built.
+        let mut group: [&[u8]; GROUP] = [&[]; GROUP];
+        for (g, cs) in c.chunks(GROUP).enumerate() {
+            let base = off + g * GROUP;
+            for (j, slot) in group.iter_mut().enumerate().take(cs.len()) {
+                *slot = &self.symbols[base + j];
+            }
+            self.kernel.lincomb_acc(out, &group[..cs.len()], cs);
+        }
         self.scratch = c;
-        Ok(())
+        Ok(len)
     }
 }
 
@@ -167,6 +205,9 @@ pub struct Arrival {
     pub newly_decoded: usize,
     /// The arrival referred only to forgotten symbols and was ignored.
     pub stale: bool,
+    /// The arrival was valid but not decoded: the receiver's decoding-work
+    /// budget was spent ([`crate::receiver::WorkBudget`]).
+    pub shed: bool,
 }
 
 #[derive(Debug)]
@@ -321,7 +362,9 @@ impl Decoder {
     /// New decoder accepting symbols up to `max_window` ahead of the next
     /// undecoded one, each at most `max_symbol_size` bytes.
     pub fn new(max_window: usize, max_symbol_size: usize) -> Decoder {
-        let w = max_window.max(1);
+        // No negotiated window exceeds the wire limit; clamping keeps the
+        // ring arithmetic far from overflow whatever the caller passes.
+        let w = max_window.clamp(1, crate::frames::MAX_WINDOW_LIMIT as usize);
         let cap = (2 * w).next_power_of_two();
         Decoder {
             w: w as u64,
@@ -522,10 +565,12 @@ impl Decoder {
     /// `2 * (max symbol + 2)` and each coefficient buffer at most `2 * ring`
     /// bytes of capacity (amortised growth; larger buffers handed over by
     /// the caller are copied or dropped, never kept); at most `max window`
-    /// recovered payloads of at most `max symbol` bytes; the undecoded list.
+    /// recovered payloads, each in a buffer of at most
+    /// [`Decoder::max_buffer_capacity`] (recycled from the pool); the
+    /// undecoded list.
     pub fn memory_bound(&self) -> usize {
         let pair = 2 * (self.max_symbol + LEN_PREFIX) + 2 * self.cap;
-        2 * self.cap * pair + self.w as usize * self.max_symbol + 2 * self.cap * 8
+        2 * self.cap * pair + self.w as usize * self.max_buffer_capacity() + 2 * self.cap * 8
     }
 
     /// Number of recovered symbols waiting in [`Decoder::pop_recovered`].
@@ -654,7 +699,7 @@ impl Decoder {
                 innovative: true,
                 newly_seen: Some(idx),
                 newly_decoded: 1,
-                stale: false,
+                ..Arrival::default()
             });
         }
         let a = self.insert(row)?;
@@ -664,37 +709,35 @@ impl Decoder {
 
     /// A repair symbol over `[first, first + count)`, borrowed (copied once
     /// into a recycled buffer).
-    pub fn add_repair(
+    pub fn add_repair<'c>(
         &mut self,
         first: u64,
         count: u64,
-        coefs: &Coefficients,
+        coefs: impl Into<CoefRef<'c>>,
         data: &[u8],
     ) -> Result<Arrival> {
-        self.repair(first, count, coefs, RepairData::Borrowed(data))
+        self.repair(first, count, coefs.into(), RepairData::Borrowed(data))
     }
 
     /// A repair symbol over `[first, first + count)`, handed over by value
     /// (e.g. [`crate::frames::RepairFrame::data`]): eliminated in place,
     /// no copy unless its capacity exceeds
     /// [`Decoder::max_buffer_capacity`].
-    pub fn add_repair_owned(
+    pub fn add_repair_owned<'c>(
         &mut self,
         first: u64,
         count: u64,
-        coefs: &Coefficients,
+        coefs: impl Into<CoefRef<'c>>,
         data: Vec<u8>,
     ) -> Result<Arrival> {
-        self.repair(first, count, coefs, RepairData::Owned(data))
+        self.repair(first, count, coefs.into(), RepairData::Owned(data))
     }
 
-    fn repair(
-        &mut self,
-        first: u64,
-        count: u64,
-        coefs: &Coefficients,
-        data: RepairData<'_>,
-    ) -> Result<Arrival> {
+    /// The checks [`Decoder::add_repair`] applies before touching any
+    /// state: a repair over `[first, first + count)` with `len` coded bytes
+    /// is acceptable now (so an integration can validate a frame it then
+    /// decides not to decode).
+    pub fn check_repair(&self, first: u64, count: u64, len: usize) -> Result<()> {
         if count == 0 {
             return Err(Error::Malformed("empty repair window"));
         }
@@ -710,7 +753,17 @@ impl Decoder {
                 limit: self.limit(),
             });
         }
-        self.check_symbol_len(data.len())?;
+        self.check_symbol_len(len)
+    }
+
+    fn repair(
+        &mut self,
+        first: u64,
+        count: u64,
+        coefs: CoefRef<'_>,
+        data: RepairData<'_>,
+    ) -> Result<Arrival> {
+        self.check_repair(first, count, data.len())?;
         let mut coef = self.take_coef();
         if !coefs.expand(count as usize, &mut coef) {
             self.recycle_coef(coef);
@@ -818,7 +871,7 @@ impl Decoder {
                         if r.coef.len() < i + pr.coef.len() {
                             r.coef.resize(i + pr.coef.len(), 0);
                         }
-                        gf256::axpy_scalar(&mut r.coef[i..i + pr.coef.len()], &pr.coef, c);
+                        k.axpy(&mut r.coef[i..i + pr.coef.len()], &pr.coef, c);
                     }
                     axpy_row(k, &mut r.data, pr, c);
                     self.stats.row_ops += 1;
@@ -842,7 +895,7 @@ impl Decoder {
         let inv = gf256::inv(r.coef[0]);
         if inv != 1 {
             debug_assert!(!r.clear, "a clear row is never rescaled");
-            gf256::scale_scalar(&mut r.coef, inv);
+            k.scale(&mut r.coef, inv);
             k.scale(&mut r.data, inv);
         }
         let mut arrival = Arrival {
@@ -869,7 +922,7 @@ impl Decoder {
                 if q.coef.len() < off + r.coef.len() {
                     q.coef.resize(off + r.coef.len(), 0);
                 }
-                gf256::axpy_scalar(&mut q.coef[off..off + r.coef.len()], &r.coef, c);
+                k.axpy(&mut q.coef[off..off + r.coef.len()], &r.coef, c);
                 axpy_row(k, &mut q.data, &r, c);
                 self.stats.row_ops += 1;
                 while q.coef.len() > 1 && *q.coef.last().unwrap() == 0 {
@@ -915,7 +968,10 @@ impl Decoder {
         if len > max_symbol || LEN_PREFIX + len > row.data.len() {
             return Err(Error::CorruptSymbol(c));
         }
-        let payload = row.data[LEN_PREFIX..LEN_PREFIX + len].to_vec();
+        let mut payload = self.data_pool.pop().unwrap_or_default();
+        payload.clear();
+        let row = self.slot(c).row.as_ref().expect("decoded row present");
+        payload.extend_from_slice(&row.data[LEN_PREFIX..LEN_PREFIX + len]);
         self.stats.recovered += 1;
         self.recovered.push_back((c, payload));
         self.unpolled_min = self.unpolled_min.min(c);
@@ -1000,7 +1056,14 @@ impl Decoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coeffs::Coefficients;
     use crate::testrng::Rng;
+
+    fn coded(payload: &[u8]) -> Vec<u8> {
+        let mut v = (payload.len() as u16).to_be_bytes().to_vec();
+        v.extend_from_slice(payload);
+        v
+    }
 
     fn payloads(rng: &mut Rng, n: usize, max: usize) -> Vec<Vec<u8>> {
         (0..n)

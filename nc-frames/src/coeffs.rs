@@ -49,13 +49,47 @@ impl Coefficients {
     /// Expand to `n` coefficients into `out` (resized). Returns `false` if the
     /// description is invalid for `n` (bad DT, explicit vector length != n).
     pub fn expand(&self, n: usize, out: &mut Vec<u8>) -> bool {
+        self.as_ref().expand(n, out)
+    }
+
+    /// A borrowed view.
+    pub fn as_ref(&self) -> CoefRef<'_> {
         match self {
-            Coefficients::Seeded { repair_key, dt } => {
+            Coefficients::Seeded { repair_key, dt } => CoefRef::Seeded {
+                repair_key: *repair_key,
+                dt: *dt,
+            },
+            Coefficients::Explicit(v) => CoefRef::Explicit(v),
+        }
+    }
+}
+
+/// A coefficient description as parsed from a frame, borrowing an explicit
+/// vector from the input (no allocation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoefRef<'a> {
+    /// See [`Coefficients::Seeded`].
+    Seeded {
+        /// TinyMT32 seed.
+        repair_key: u16,
+        /// Density threshold DT.
+        dt: u8,
+    },
+    /// See [`Coefficients::Explicit`].
+    Explicit(&'a [u8]),
+}
+
+impl CoefRef<'_> {
+    /// Expand to `n` coefficients into `out` (resized); see
+    /// [`Coefficients::expand`].
+    pub fn expand(&self, n: usize, out: &mut Vec<u8>) -> bool {
+        match *self {
+            CoefRef::Seeded { repair_key, dt } => {
                 out.clear();
                 out.resize(n, 0);
-                generate(*repair_key, *dt, out)
+                generate(repair_key, dt, out)
             }
-            Coefficients::Explicit(v) => {
+            CoefRef::Explicit(v) => {
                 if v.len() != n {
                     return false;
                 }
@@ -64,6 +98,20 @@ impl Coefficients {
                 true
             }
         }
+    }
+
+    /// An owned copy.
+    pub fn to_owned(&self) -> Coefficients {
+        match *self {
+            CoefRef::Seeded { repair_key, dt } => Coefficients::Seeded { repair_key, dt },
+            CoefRef::Explicit(v) => Coefficients::Explicit(v.to_vec()),
+        }
+    }
+}
+
+impl<'a> From<&'a Coefficients> for CoefRef<'a> {
+    fn from(c: &'a Coefficients) -> Self {
+        c.as_ref()
     }
 }
 

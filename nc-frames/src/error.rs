@@ -46,6 +46,9 @@ pub enum Error {
     WindowFull,
     /// Unsupported version/field/mode in the transport parameter.
     Unsupported(&'static str),
+    /// An NC_ACK acknowledges source or repair symbols that were never
+    /// sent (`docs/protocol.md` Section 4.3).
+    UnsentAcknowledged,
 }
 
 impl Error {
@@ -59,7 +62,8 @@ impl Error {
             | Error::WindowTooLong(_)
             | Error::SymbolTooLarge(_)
             | Error::CorruptSymbol(_)
-            | Error::Unsupported(_) => ErrorKind::ProtocolViolation,
+            | Error::Unsupported(_)
+            | Error::UnsentAcknowledged => ErrorKind::ProtocolViolation,
             Error::BadSourceId(_) | Error::WindowFull => ErrorKind::Local,
         }
     }

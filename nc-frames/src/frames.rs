@@ -6,7 +6,7 @@
 //! [`Error::kind`] is `FrameEncoding` (or `ProtocolViolation` for values
 //! that break negotiated limits, checked by the state machines).
 
-use crate::coeffs::{Coefficients, DT_MAX};
+use crate::coeffs::{CoefRef, Coefficients, DT_MAX};
 use crate::error::{Error, Result};
 
 /// Frame type of SOURCE_SYMBOL_ID (experimental range, 4-byte varint).
@@ -45,14 +45,65 @@ pub fn varint_len(v: u64) -> usize {
 }
 
 /// Append a varint. Values above [`VARINT_MAX`] are clamped (callers never
-/// produce them: indexes are bounded by the window logic).
+/// produce them: every value written is bounded by the window logic or
+/// checked before, e.g. the repair sequence at parse time).
 pub fn put_varint(out: &mut Vec<u8>, v: u64) {
-    let v = v.min(VARINT_MAX);
-    match varint_len(v) {
-        1 => out.push(v as u8),
-        2 => out.extend_from_slice(&((v as u16) | 0x4000).to_be_bytes()),
-        4 => out.extend_from_slice(&((v as u32) | 0x8000_0000).to_be_bytes()),
-        _ => out.extend_from_slice(&(v | 0xc000_0000_0000_0000).to_be_bytes()),
+    let mut b = [0u8; 8];
+    let n = write_varint(&mut b, v.min(VARINT_MAX)).unwrap_or(0);
+    out.extend_from_slice(&b[..n]);
+}
+
+/// Write a varint at the start of `out`; returns its length, or `None` if
+/// it does not fit or `v` exceeds [`VARINT_MAX`] (nothing is clamped).
+pub fn write_varint(out: &mut [u8], v: u64) -> Option<usize> {
+    if v > VARINT_MAX {
+        return None;
+    }
+    let n = varint_len(v);
+    let dst = out.get_mut(..n)?;
+    match n {
+        1 => dst[0] = v as u8,
+        2 => dst.copy_from_slice(&((v as u16) | 0x4000).to_be_bytes()),
+        4 => dst.copy_from_slice(&((v as u32) | 0x8000_0000).to_be_bytes()),
+        _ => dst.copy_from_slice(&(v | 0xc000_0000_0000_0000).to_be_bytes()),
+    }
+    Some(n)
+}
+
+/// Minimal cursor writing into a caller's buffer (a packet being built).
+#[derive(Debug)]
+pub struct Writer<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
+}
+
+impl<'a> Writer<'a> {
+    /// New writer at the start of `buf`.
+    pub fn new(buf: &'a mut [u8]) -> Writer<'a> {
+        Writer { buf, pos: 0 }
+    }
+    /// Bytes written so far.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+    /// Write a varint.
+    pub fn varint(&mut self, v: u64) -> Option<()> {
+        self.pos += write_varint(&mut self.buf[self.pos..], v)?;
+        Some(())
+    }
+    /// Write bytes.
+    pub fn bytes(&mut self, b: &[u8]) -> Option<()> {
+        self.buf
+            .get_mut(self.pos..self.pos + b.len())?
+            .copy_from_slice(b);
+        self.pos += b.len();
+        Some(())
+    }
+    /// The next `n` bytes, to be filled by the caller (counted as written).
+    pub fn reserve(&mut self, n: usize) -> Option<&mut [u8]> {
+        let s = self.buf.get_mut(self.pos..self.pos + n)?;
+        self.pos += n;
+        Some(s)
     }
 }
 
@@ -123,8 +174,61 @@ pub struct RepairFrame {
     pub data: Vec<u8>,
 }
 
+impl RepairFrame {
+    /// A borrowed view.
+    pub fn as_ref(&self) -> RepairRef<'_> {
+        RepairRef {
+            repair_seq: self.repair_seq,
+            first: self.first,
+            count: self.count,
+            coefs: self.coefs.as_ref(),
+            data: &self.data,
+        }
+    }
+}
+
+/// A REPAIR frame as parsed, borrowing its coefficients and payload from
+/// the input (the parser never allocates).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RepairRef<'a> {
+    /// See [`RepairFrame::repair_seq`].
+    pub repair_seq: u64,
+    /// See [`RepairFrame::first`].
+    pub first: u64,
+    /// See [`RepairFrame::count`].
+    pub count: u64,
+    /// Coefficient description.
+    pub coefs: CoefRef<'a>,
+    /// Coded payload.
+    pub data: &'a [u8],
+}
+
+impl RepairRef<'_> {
+    /// An owned copy.
+    pub fn to_owned(&self) -> RepairFrame {
+        RepairFrame {
+            repair_seq: self.repair_seq,
+            first: self.first,
+            count: self.count,
+            coefs: self.coefs.to_owned(),
+            data: self.data.to_vec(),
+        }
+    }
+
+    /// Encoded length of the frame (type included).
+    pub fn encoded_len(&self) -> usize {
+        repair_header_len(
+            self.repair_seq,
+            self.first,
+            self.count,
+            self.coefs,
+            self.data.len(),
+        ) + self.data.len()
+    }
+}
+
 /// NC_ACK frame: the receiver's degrees-of-freedom state.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AckFrame {
     /// Next symbol to be decoded (all below are decoded).
     pub i_p: u64,
@@ -144,14 +248,17 @@ pub struct AckFrame {
     pub repair_seq_end: u64,
 }
 
-/// A parsed QUIC-NC frame.
+/// A parsed QUIC-NC frame (owned; see [`FrameRef`] for the borrowed form
+/// the integration parses packets with).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Frame {
-    /// SOURCE_SYMBOL_ID: the rest of this packet's payload is source symbol
-    /// `index`.
+    /// SOURCE_SYMBOL_ID: the `length` bytes right before this frame in the
+    /// packet are source symbol `index`.
     SourceSymbolId {
         /// Absolute source symbol index.
         index: u64,
+        /// Length of the symbol (the data frames before this frame).
+        length: u64,
     },
     /// REPAIR.
     Repair(RepairFrame),
@@ -164,27 +271,61 @@ pub enum Frame {
     },
 }
 
-impl Frame {
-    /// Whether `ty` is one of this extension's frame types.
-    pub fn is_nc_type(ty: u64) -> bool {
-        (FRAME_SOURCE_SYMBOL_ID..=FRAME_NC_WINDOW).contains(&ty)
+/// A parsed QUIC-NC frame borrowing from its input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameRef<'a> {
+    /// See [`Frame::SourceSymbolId`].
+    SourceSymbolId {
+        /// Absolute source symbol index.
+        index: u64,
+        /// Length of the symbol (the data frames before this frame).
+        length: u64,
+    },
+    /// REPAIR.
+    Repair(RepairRef<'a>),
+    /// NC_ACK.
+    Ack(AckFrame),
+    /// NC_WINDOW.
+    Window {
+        /// First index still being coded.
+        abandon_below: u64,
+    },
+}
+
+impl FrameRef<'_> {
+    /// An owned copy.
+    pub fn to_owned(&self) -> Frame {
+        match *self {
+            FrameRef::SourceSymbolId { index, length } => Frame::SourceSymbolId { index, length },
+            FrameRef::Repair(r) => Frame::Repair(r.to_owned()),
+            FrameRef::Ack(a) => Frame::Ack(a),
+            FrameRef::Window { abandon_below } => Frame::Window { abandon_below },
+        }
     }
 
-    /// Parse one frame (including its type) from the start of `buf`; returns
-    /// the frame and the number of bytes consumed.
-    pub fn parse(buf: &[u8]) -> Result<(Frame, usize)> {
+    /// Parse one frame (type included) from the start of `buf`; returns the
+    /// frame and the number of bytes consumed. Never allocates.
+    pub fn parse(buf: &[u8]) -> Result<(FrameRef<'_>, usize)> {
         let mut r = Reader::new(buf);
         let ty = r.varint()?;
-        let f = Frame::parse_body(ty, &mut r)?;
+        let f = FrameRef::parse_body(ty, &mut r)?;
         Ok((f, r.pos()))
     }
 
     /// Parse the body of a frame whose type `ty` was already read.
-    pub fn parse_body(ty: u64, r: &mut Reader<'_>) -> Result<Frame> {
+    pub fn parse_body<'a>(ty: u64, r: &mut Reader<'a>) -> Result<FrameRef<'a>> {
         match ty {
-            FRAME_SOURCE_SYMBOL_ID => Ok(Frame::SourceSymbolId { index: r.varint()? }),
+            FRAME_SOURCE_SYMBOL_ID => {
+                let index = r.varint()?;
+                let length = r.varint()?;
+                Ok(FrameRef::SourceSymbolId { index, length })
+            }
             FRAME_REPAIR => {
                 let repair_seq = r.varint()?;
+                if repair_seq == VARINT_MAX {
+                    // Its successor, echoed in NC_ACK, would not be a varint.
+                    return Err(Error::Malformed("REPAIR sequence overflows"));
+                }
                 let first = r.varint()?;
                 let count = r.varint()?;
                 if count == 0 {
@@ -200,13 +341,13 @@ impl Frame {
                         if dt > DT_MAX {
                             return Err(Error::Malformed("REPAIR density > 15"));
                         }
-                        Coefficients::Seeded { repair_key, dt }
+                        CoefRef::Seeded { repair_key, dt }
                     }
                     COEF_EXPLICIT => {
                         if count > r.remaining() as u64 {
                             return Err(Error::Truncated);
                         }
-                        Coefficients::Explicit(r.bytes(count as usize)?.to_vec())
+                        CoefRef::Explicit(r.bytes(count as usize)?)
                     }
                     _ => return Err(Error::Malformed("REPAIR coefficient mode")),
                 };
@@ -214,8 +355,8 @@ impl Frame {
                 if len > r.remaining() as u64 {
                     return Err(Error::Truncated);
                 }
-                let data = r.bytes(len as usize)?.to_vec();
-                Ok(Frame::Repair(RepairFrame {
+                let data = r.bytes(len as usize)?;
+                Ok(FrameRef::Repair(RepairRef {
                     repair_seq,
                     first,
                     count,
@@ -244,7 +385,7 @@ impl Frame {
                 if max_seq > VARINT_MAX || diff > max_seq - i_q {
                     return Err(Error::Malformed("NC_ACK fields inconsistent"));
                 }
-                Ok(Frame::Ack(AckFrame {
+                Ok(FrameRef::Ack(AckFrame {
                     i_p,
                     i_q,
                     i_r,
@@ -255,76 +396,162 @@ impl Frame {
                     repair_seq_end,
                 }))
             }
-            FRAME_NC_WINDOW => Ok(Frame::Window {
+            FRAME_NC_WINDOW => Ok(FrameRef::Window {
                 abandon_below: r.varint()?,
             }),
             other => Err(Error::UnknownFrameType(other)),
         }
     }
 
-    /// Append the encoding (type included) to `out`.
-    pub fn encode(&self, out: &mut Vec<u8>) {
+    /// Encoded length in bytes (type included).
+    pub fn encoded_len(&self) -> usize {
+        match *self {
+            FrameRef::SourceSymbolId { index, length } => {
+                varint_len(FRAME_SOURCE_SYMBOL_ID) + varint_len(index) + varint_len(length)
+            }
+            FrameRef::Repair(r) => r.encoded_len(),
+            FrameRef::Ack(a) => {
+                varint_len(FRAME_NC_ACK)
+                    + varint_len(a.i_p)
+                    + varint_len(a.i_q.saturating_sub(a.i_p))
+                    + varint_len(a.i_r.saturating_sub(a.i_q))
+                    + varint_len(a.max_seq.saturating_sub(a.i_r))
+                    + varint_len(a.diff)
+                    + varint_len(a.rx_source)
+                    + varint_len(a.rx_repair)
+                    + varint_len(a.repair_seq_end)
+            }
+            FrameRef::Window { abandon_below } => {
+                varint_len(FRAME_NC_WINDOW) + varint_len(abandon_below)
+            }
+        }
+    }
+
+    /// Write the encoding (type included) at the start of `out`; returns
+    /// its length, or `None` (with `out` partly written) if it does not fit.
+    pub fn encode_into(&self, out: &mut [u8]) -> Option<usize> {
+        let mut w = Writer::new(out);
+        match *self {
+            FrameRef::SourceSymbolId { index, length } => {
+                w.varint(FRAME_SOURCE_SYMBOL_ID)?;
+                w.varint(index)?;
+                w.varint(length)?;
+            }
+            FrameRef::Repair(r) => {
+                write_repair_header(
+                    &mut w,
+                    r.repair_seq,
+                    r.first,
+                    r.count,
+                    r.coefs,
+                    r.data.len(),
+                )?;
+                w.bytes(r.data)?;
+            }
+            FrameRef::Ack(a) => {
+                w.varint(FRAME_NC_ACK)?;
+                w.varint(a.i_p)?;
+                w.varint(a.i_q.saturating_sub(a.i_p))?;
+                w.varint(a.i_r.saturating_sub(a.i_q))?;
+                w.varint(a.max_seq.saturating_sub(a.i_r))?;
+                w.varint(a.diff)?;
+                w.varint(a.rx_source)?;
+                w.varint(a.rx_repair)?;
+                w.varint(a.repair_seq_end)?;
+            }
+            FrameRef::Window { abandon_below } => {
+                w.varint(FRAME_NC_WINDOW)?;
+                w.varint(abandon_below)?;
+            }
+        }
+        Some(w.pos())
+    }
+}
+
+impl Frame {
+    /// Whether `ty` is one of this extension's frame types.
+    pub fn is_nc_type(ty: u64) -> bool {
+        (FRAME_SOURCE_SYMBOL_ID..=FRAME_NC_WINDOW).contains(&ty)
+    }
+
+    /// A borrowed view.
+    pub fn as_ref(&self) -> FrameRef<'_> {
         match self {
-            Frame::SourceSymbolId { index } => {
-                put_varint(out, FRAME_SOURCE_SYMBOL_ID);
-                put_varint(out, *index);
-            }
-            Frame::Repair(f) => {
-                put_varint(out, FRAME_REPAIR);
-                put_varint(out, f.repair_seq);
-                put_varint(out, f.first);
-                put_varint(out, f.count);
-                match &f.coefs {
-                    Coefficients::Seeded { repair_key, dt } => {
-                        out.push(COEF_SEEDED);
-                        out.extend_from_slice(&repair_key.to_be_bytes());
-                        out.push(*dt);
-                    }
-                    Coefficients::Explicit(v) => {
-                        out.push(COEF_EXPLICIT);
-                        out.extend_from_slice(v);
-                    }
-                }
-                put_varint(out, f.data.len() as u64);
-                out.extend_from_slice(&f.data);
-            }
-            Frame::Ack(a) => {
-                put_varint(out, FRAME_NC_ACK);
-                put_varint(out, a.i_p);
-                put_varint(out, a.i_q.saturating_sub(a.i_p));
-                put_varint(out, a.i_r.saturating_sub(a.i_q));
-                put_varint(out, a.max_seq.saturating_sub(a.i_r));
-                put_varint(out, a.diff);
-                put_varint(out, a.rx_source);
-                put_varint(out, a.rx_repair);
-                put_varint(out, a.repair_seq_end);
-            }
-            Frame::Window { abandon_below } => {
-                put_varint(out, FRAME_NC_WINDOW);
-                put_varint(out, *abandon_below);
-            }
+            Frame::SourceSymbolId { index, length } => FrameRef::SourceSymbolId {
+                index: *index,
+                length: *length,
+            },
+            Frame::Repair(r) => FrameRef::Repair(r.as_ref()),
+            Frame::Ack(a) => FrameRef::Ack(*a),
+            Frame::Window { abandon_below } => FrameRef::Window {
+                abandon_below: *abandon_below,
+            },
+        }
+    }
+
+    /// Parse one frame (including its type) from the start of `buf` into an
+    /// owned frame; returns the frame and the number of bytes consumed.
+    pub fn parse(buf: &[u8]) -> Result<(Frame, usize)> {
+        FrameRef::parse(buf).map(|(f, n)| (f.to_owned(), n))
+    }
+
+    /// Parse the body of a frame whose type `ty` was already read.
+    pub fn parse_body(ty: u64, r: &mut Reader<'_>) -> Result<Frame> {
+        FrameRef::parse_body(ty, r).map(|f| f.to_owned())
+    }
+
+    /// Append the encoding (type included) to `out`. A frame with a field
+    /// the wire cannot carry (above [`VARINT_MAX`]) appends nothing.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let f = self.as_ref();
+        let start = out.len();
+        out.resize(start + f.encoded_len(), 0);
+        match f.encode_into(&mut out[start..]) {
+            Some(n) => out.truncate(start + n),
+            None => out.truncate(start),
         }
     }
 
     /// Encoded length in bytes.
     pub fn encoded_len(&self) -> usize {
-        let mut v = Vec::new();
-        self.encode(&mut v);
-        v.len()
+        self.as_ref().encoded_len()
     }
+}
+
+/// Length of the body of a frame of type `ty` at the start of `body`
+/// (`None` if malformed or unknown): the parse rule the transport's frame
+/// parser skips extension frames by.
+pub fn body_len(ty: u64, body: &[u8]) -> Option<usize> {
+    let mut r = Reader::new(body);
+    FrameRef::parse_body(ty, &mut r).ok().map(|_| r.pos())
 }
 
 /// Upper bound of REPAIR framing bytes for seeded coefficients (type 4,
 /// three 8-byte varints, mode 1, key+DT 3, length 8).
 pub const REPAIR_OVERHEAD_MAX: usize = 4 + 8 + 8 + 8 + 1 + 3 + 8;
 
-/// Bytes of REPAIR framing around `data_len` coded bytes (worst case for the
-/// given fields; used to size repair symbols to a packet budget).
+/// Upper bound of a SOURCE_SYMBOL_ID frame with a symbol of at most 16383
+/// bytes: type 4, index 8, length 2.
+pub const SOURCE_SYMBOL_ID_MAX: usize = 4 + 8 + 2;
+
+/// Bytes of REPAIR framing around `data_len` coded bytes (used to size
+/// repair symbols to a packet budget).
 pub fn repair_overhead(
     repair_seq: u64,
     first: u64,
     count: u64,
     coefs: &Coefficients,
+    data_len: usize,
+) -> usize {
+    repair_header_len(repair_seq, first, count, coefs.as_ref(), data_len)
+}
+
+/// Length of a REPAIR frame's fields before its coded payload.
+pub fn repair_header_len(
+    repair_seq: u64,
+    first: u64,
+    count: u64,
+    coefs: CoefRef<'_>,
     data_len: usize,
 ) -> usize {
     varint_len(FRAME_REPAIR)
@@ -333,10 +560,38 @@ pub fn repair_overhead(
         + varint_len(count)
         + 1
         + match coefs {
-            Coefficients::Seeded { .. } => 3,
-            Coefficients::Explicit(v) => v.len(),
+            CoefRef::Seeded { .. } => 3,
+            CoefRef::Explicit(v) => v.len(),
         }
         + varint_len(data_len as u64)
+}
+
+/// Write the fields of a REPAIR frame up to its coded payload (of
+/// `data_len` bytes, written next by the caller).
+pub fn write_repair_header(
+    w: &mut Writer<'_>,
+    repair_seq: u64,
+    first: u64,
+    count: u64,
+    coefs: CoefRef<'_>,
+    data_len: usize,
+) -> Option<()> {
+    w.varint(FRAME_REPAIR)?;
+    w.varint(repair_seq)?;
+    w.varint(first)?;
+    w.varint(count)?;
+    match coefs {
+        CoefRef::Seeded { repair_key, dt } => {
+            w.bytes(&[COEF_SEEDED])?;
+            w.bytes(&repair_key.to_be_bytes())?;
+            w.bytes(&[dt])?;
+        }
+        CoefRef::Explicit(v) => {
+            w.bytes(&[COEF_EXPLICIT])?;
+            w.bytes(v)?;
+        }
+    }
+    w.varint(data_len as u64)
 }
 
 /// The `nc_parameters` transport parameter.
@@ -473,7 +728,10 @@ mod tests {
     fn frames_roundtrip_exhaustive_shapes() {
         let vals = [0u64, 1, 63, 64, 16383, 16384, 1 << 30, VARINT_MAX >> 1];
         for &a in &vals {
-            roundtrip(&Frame::SourceSymbolId { index: a });
+            roundtrip(&Frame::SourceSymbolId {
+                index: a,
+                length: a % 16384,
+            });
             roundtrip(&Frame::Window { abandon_below: a });
             for &d in &[0u64, 1, 64, 20000] {
                 roundtrip(&Frame::Ack(AckFrame {
@@ -557,6 +815,40 @@ mod tests {
         v.push(1);
         assert_eq!(Frame::parse(&v), Err(Error::Truncated));
         assert!(Error::Truncated.quic_code() == Some(0x07));
+        // A repair sequence whose successor is not a varint.
+        let mut v = Vec::new();
+        for x in [FRAME_REPAIR, VARINT_MAX, 0, 1] {
+            put_varint(&mut v, x);
+        }
+        v.extend_from_slice(&[0, 0, 1, 15, 0]);
+        assert!(matches!(Frame::parse(&v), Err(Error::Malformed(_))));
+    }
+
+    #[test]
+    fn borrowed_parse_matches_owned_and_writes_in_place() {
+        let f = Frame::Repair(RepairFrame {
+            repair_seq: 70,
+            first: 1 << 20,
+            count: 3,
+            coefs: Coefficients::Explicit(vec![1, 2, 3]),
+            data: vec![9; 100],
+        });
+        let mut v = Vec::new();
+        f.encode(&mut v);
+        let (r, n) = FrameRef::parse(&v).unwrap();
+        assert_eq!(n, v.len());
+        assert_eq!(r.to_owned(), f);
+        // The borrowed payload points into the input: no copy.
+        let FrameRef::Repair(rr) = r else { panic!() };
+        assert_eq!(rr.data.as_ptr(), v[v.len() - 100..].as_ptr());
+        assert_eq!(body_len(FRAME_REPAIR, &v[4..]), Some(v.len() - 4));
+        assert_eq!(body_len(FRAME_REPAIR, &v[4..v.len() - 1]), None);
+        // encode_into refuses a buffer that is too short.
+        let mut small = [0u8; 50];
+        assert_eq!(f.as_ref().encode_into(&mut small), None);
+        let mut big = [0u8; 200];
+        assert_eq!(f.as_ref().encode_into(&mut big), Some(v.len()));
+        assert_eq!(&big[..v.len()], &v[..]);
     }
 
     #[test]

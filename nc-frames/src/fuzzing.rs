@@ -143,7 +143,8 @@ pub fn session(data: &[u8]) -> u64 {
     let mut rx = NcReceiver::new(w, 32);
     let payload = |i: u64| -> Vec<u8> { (0..(i % 33) as u8).map(|b| b ^ i as u8).collect() };
     // (due, bytes, is_ack)
-    let mut wire: Vec<(Instant, Vec<u8>, bool)> = Vec::new();
+    // (due, bytes, is an NC_ACK, offset of the SOURCE_SYMBOL_ID frame)
+    let mut wire: Vec<(Instant, Vec<u8>, bool, usize)> = Vec::new();
     let mut got = vec![false; n as usize];
     let mut next = 0u64;
     let mut sent = 0u64;
@@ -156,8 +157,8 @@ pub fn session(data: &[u8]) -> u64 {
         // Deliver everything due, in due order.
         wire.sort_by_key(|x| x.0);
         while wire.first().is_some_and(|x| x.0 <= now) {
-            let (_, bytes, is_ack) = wire.remove(0);
-            let (f, used) = Frame::parse(&bytes).expect("own frames parse");
+            let (_, bytes, is_ack, tag) = wire.remove(0);
+            let (f, _) = Frame::parse(&bytes[tag..]).expect("own frames parse");
             if is_ack {
                 if let Frame::Ack(a) = f {
                     tx.on_ack(&a, now).expect("valid ack");
@@ -165,8 +166,8 @@ pub fn session(data: &[u8]) -> u64 {
                 continue;
             }
             match f {
-                Frame::SourceSymbolId { index } => {
-                    let p = &bytes[used..];
+                Frame::SourceSymbolId { index, length } => {
+                    let p = &bytes[tag - length as usize..tag];
                     assert_eq!(p, payload(index).as_slice());
                     let a = rx.on_source(index, p, now).expect("valid source");
                     if !a.stale && rx.decoder().is_decoded(index) && !got[index as usize] {
@@ -190,6 +191,7 @@ pub fn session(data: &[u8]) -> u64 {
                     now + Duration::from_millis(10 + (fate & 0x0f) as u64),
                     ack,
                     true,
+                    0,
                 ));
             }
         }
@@ -205,18 +207,21 @@ pub fn session(data: &[u8]) -> u64 {
                 next += 1;
                 match mode {
                     Mode::Systematic => {
-                        let mut b = Vec::new();
-                        Frame::SourceSymbolId { index: idx }.encode(&mut b);
-                        b.extend_from_slice(&p);
-                        Some(b)
+                        let mut b = p.clone();
+                        Frame::SourceSymbolId {
+                            index: idx,
+                            length: p.len() as u64,
+                        }
+                        .encode(&mut b);
+                        Some((b, p.len()))
                     }
-                    Mode::FullyCoded => tx.write_repair(200, now).map(|x| x.1),
+                    Mode::FullyCoded => tx.write_repair(200, now).map(|x| (x.1, 0)),
                 }
             }
-            Some(Transmit::Repair) => tx.write_repair(200, now).map(|x| x.1),
+            Some(Transmit::Repair) => tx.write_repair(200, now).map(|x| (x.1, 0)),
             None => None,
         };
-        if let Some(b) = pkt {
+        if let Some((b, tag)) = pkt {
             sent += 1;
             let fate = r.u8().unwrap_or(0);
             if fate & 0x80 == 0 {
@@ -224,6 +229,7 @@ pub fn session(data: &[u8]) -> u64 {
                     now + Duration::from_millis(10 + (fate & 0x1f) as u64),
                     b,
                     false,
+                    tag,
                 ));
             }
         }

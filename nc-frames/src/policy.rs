@@ -171,8 +171,8 @@ impl Policy {
         }
     }
 
-    /// Whether a repair is owed now, and its scope.
-    pub(crate) fn repair_due(&mut self, ctx: &Ctx, now: Instant) -> Option<Scope> {
+    /// Whether a repair is owed now, and its scope (read-only).
+    pub(crate) fn repair_due(&self, ctx: &Ctx, now: Instant) -> Option<Scope> {
         match self.kind {
             PolicyKind::Von => {
                 if self.real_gap > self.exp_gap {
@@ -192,8 +192,32 @@ impl Policy {
         }
     }
 
-    /// A repair was sent.
-    pub(crate) fn on_repair_sent(&mut self, ctx: &Ctx, now: Instant) {
+    /// Credit toward the next repair, for tail protection: positive when
+    /// some redundancy is owed but less than a whole repair. VON keeps no
+    /// credit (its gaps and timers repair the tail); 0 there.
+    pub(crate) fn tail_credit(&self) -> f64 {
+        match self.kind {
+            PolicyKind::Von => 0.0,
+            _ => self.credit,
+        }
+    }
+
+    /// A repair was sent; `tail`: as tail protection, an advance on the
+    /// credit (which may then drop to -1, paid back by later sources).
+    pub(crate) fn on_repair_sent(&mut self, ctx: &Ctx, now: Instant, tail: bool) {
+        if tail {
+            self.credit = (self.credit - 1.0).max(-1.0);
+            if let PolicyKind::Adaptive { .. } = self.kind {
+                self.inflight.push_back((
+                    now + ctx.srtt + 4 * ctx.rttvar + Duration::from_millis(1),
+                    1,
+                ));
+            }
+            if let PolicyKind::Fnc = self.kind {
+                self.fnc_repairs += 1;
+            }
+            return;
+        }
         match self.kind {
             PolicyKind::Von => {
                 self.exp_gap += 1;
@@ -337,8 +361,11 @@ impl Policy {
     fn owe_deficit(&mut self, ctx: &Ctx, end: u64) {
         let inflight: u64 = self.inflight.iter().map(|x| x.1).sum();
         let owed = ctx.expected_diff().saturating_sub(inflight) as f64;
-        if owed > self.credit.floor() {
-            self.credit = owed + self.credit.fract();
+        // A tail repair's advance (negative credit) is already in flight:
+        // it must not also hold back what the peer reports missing.
+        let credit = self.credit.max(0.0);
+        if owed > credit.floor() {
+            self.credit = owed + credit.fract();
             self.scope = Scope::UpTo(end);
         }
     }
@@ -418,7 +445,7 @@ mod tests {
         }
         p.on_source_sent(&c);
         assert_eq!(p.repair_due(&c, t), Some(Scope::Window));
-        p.on_repair_sent(&c, t);
+        p.on_repair_sent(&c, t, false);
         assert_eq!(p.repair_due(&c, t), None);
     }
 
@@ -435,7 +462,7 @@ mod tests {
         // N (1/(1-p) - 1) = 32 * 0.25 = 8 repairs.
         let mut n = 0;
         while p.repair_due(&c, t).is_some() {
-            p.on_repair_sent(&c, t);
+            p.on_repair_sent(&c, t, false);
             n += 1;
         }
         assert_eq!(n, 8);
@@ -447,8 +474,8 @@ mod tests {
         let mut p = Policy::new(PolicyKind::Von);
         p.on_ack(&ctx(2), t);
         assert_eq!(p.repair_due(&ctx(2), t), Some(Scope::Window));
-        p.on_repair_sent(&ctx(2), t);
-        p.on_repair_sent(&ctx(2), t);
+        p.on_repair_sent(&ctx(2), t, false);
+        p.on_repair_sent(&ctx(2), t, false);
         assert_eq!(
             p.repair_due(&ctx(2), t),
             None,
@@ -474,8 +501,8 @@ mod tests {
         }
         p.on_ack(&ctx(2), t + Duration::from_millis(3));
         assert_eq!(p.repair_due(&ctx(2), t), Some(Scope::Prefix(2)));
-        p.on_repair_sent(&ctx(2), t);
-        p.on_repair_sent(&ctx(2), t);
+        p.on_repair_sent(&ctx(2), t, false);
+        p.on_repair_sent(&ctx(2), t, false);
         assert_eq!(p.repair_due(&ctx(2), t), None);
         // Within one RTT, same DIFF: nothing; larger DIFF: only the increase.
         p.on_ack(&ctx(2), t + Duration::from_millis(10));
@@ -483,7 +510,7 @@ mod tests {
         p.on_ack(&ctx(3), t + Duration::from_millis(11));
         assert_eq!(p.repair_due(&ctx(3), t), Some(Scope::Prefix(1)));
         // DIFF back to 0 resets the streak.
-        p.on_repair_sent(&ctx(3), t);
+        p.on_repair_sent(&ctx(3), t, false);
         p.on_ack(&ctx(0), t + Duration::from_millis(12));
         p.on_ack(&ctx(1), t + Duration::from_millis(13));
         assert_eq!(p.repair_due(&ctx(1), t), None);
@@ -498,7 +525,7 @@ mod tests {
         p.on_ack(&c, t);
         assert_eq!(p.repair_due(&c, t), Some(Scope::UpTo(20)));
         for _ in 0..3 {
-            p.on_repair_sent(&c, t);
+            p.on_repair_sent(&c, t, false);
         }
         assert_eq!(p.repair_due(&c, t), None);
         p.on_ack(&c, t + Duration::from_millis(10));

@@ -2,9 +2,40 @@
 
 use std::time::Instant;
 
+use std::time::Duration;
+
 use crate::codec::{Arrival, Decoder, DecoderMemory, DecoderStats};
 use crate::error::Result;
-use crate::frames::{AckFrame, Frame, RepairFrame};
+use crate::frames::{AckFrame, Frame, FrameRef, RepairFrame, RepairRef};
+
+/// A bound on the decoding work a peer can make the receiver do.
+///
+/// A REPAIR over `count` symbols costs up to `count` row operations (each
+/// an AXPY over a symbol and its coefficients). Tokens, in symbols
+/// combined, refill at `per_second` up to `burst`; a REPAIR that finds
+/// fewer tokens than its `count` is *shed*: checked against the negotiated
+/// limits but not decoded (the sender sees it as lost and its data is
+/// recovered by a later repair or retransmitted). An honest sender stays
+/// far below the default: at 20 Mbit/s with 20% loss it asks for about
+/// 10^5 symbol operations per second.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WorkBudget {
+    /// Refill rate, in symbols combined per second.
+    pub per_second: f64,
+    /// Largest balance.
+    pub burst: f64,
+}
+
+impl WorkBudget {
+    /// 2^22 symbol operations per second (a few percent of a core with the
+    /// SIMD kernels at 1500-byte symbols), bursts of 64 full windows.
+    pub fn default_for(max_window: usize) -> WorkBudget {
+        WorkBudget {
+            per_second: (1u64 << 22) as f64,
+            burst: 64.0 * max_window as f64,
+        }
+    }
+}
 
 /// A source symbol recovered by decoding (never received in clear).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,6 +54,10 @@ pub struct NcReceiver {
     repair_seq_end: u64,
     ack_pending: bool,
     last_arrival: Option<Instant>,
+    budget: Option<WorkBudget>,
+    tokens: f64,
+    refilled: Option<Instant>,
+    shed: u64,
 }
 
 impl NcReceiver {
@@ -33,7 +68,37 @@ impl NcReceiver {
             repair_seq_end: 0,
             ack_pending: false,
             last_arrival: None,
+            budget: None,
+            tokens: 0.0,
+            refilled: None,
+            shed: 0,
         }
+    }
+
+    /// Bound the decoding work per second (none by default).
+    pub fn set_work_budget(&mut self, b: WorkBudget) {
+        self.budget = Some(b);
+        self.tokens = b.burst;
+    }
+
+    /// REPAIR frames shed by the work budget.
+    pub fn shed(&self) -> u64 {
+        self.shed
+    }
+
+    /// Take `cost` tokens if the budget allows it.
+    fn charge(&mut self, cost: u64, now: Instant) -> bool {
+        let Some(b) = self.budget else { return true };
+        let dt = self
+            .refilled
+            .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+        self.refilled = Some(now);
+        self.tokens = (self.tokens + dt.as_secs_f64() * b.per_second).min(b.burst);
+        if self.tokens < cost as f64 {
+            return false;
+        }
+        self.tokens -= cost as f64;
+        true
     }
 
     /// The underlying decoder (I_p, I_q, I_r, rank, DIFF, stats).
@@ -86,11 +151,24 @@ impl NcReceiver {
 
     /// A REPAIR frame arrived.
     pub fn on_repair(&mut self, f: &RepairFrame, now: Instant) -> Result<Arrival> {
+        self.on_repair_ref(&f.as_ref(), now)
+    }
+
+    /// A REPAIR frame arrived, borrowed from the packet (its payload is
+    /// copied once, into a recycled buffer, only if it is kept).
+    pub fn on_repair_ref(&mut self, f: &RepairRef<'_>, now: Instant) -> Result<Arrival> {
         self.last_arrival = Some(now);
         self.ack_pending = true;
-        let a = self.dec.add_repair(f.first, f.count, &f.coefs, &f.data)?;
+        self.dec.check_repair(f.first, f.count, f.data.len())?;
         self.repair_seq_end = self.repair_seq_end.max(f.repair_seq.saturating_add(1));
-        Ok(a)
+        if !self.charge(f.count, now) {
+            self.shed += 1;
+            return Ok(Arrival {
+                shed: true,
+                ..Arrival::default()
+            });
+        }
+        self.dec.add_repair(f.first, f.count, f.coefs, f.data)
     }
 
     /// As [`NcReceiver::on_repair`], taking the frame by value: its coded
@@ -98,12 +176,17 @@ impl NcReceiver {
     pub fn on_repair_owned(&mut self, f: RepairFrame, now: Instant) -> Result<Arrival> {
         self.last_arrival = Some(now);
         self.ack_pending = true;
-        let seq_end = f.repair_seq.saturating_add(1);
-        let a = self
-            .dec
-            .add_repair_owned(f.first, f.count, &f.coefs, f.data)?;
-        self.repair_seq_end = self.repair_seq_end.max(seq_end);
-        Ok(a)
+        self.dec.check_repair(f.first, f.count, f.data.len())?;
+        self.repair_seq_end = self.repair_seq_end.max(f.repair_seq.saturating_add(1));
+        if !self.charge(f.count, now) {
+            self.shed += 1;
+            return Ok(Arrival {
+                shed: true,
+                ..Arrival::default()
+            });
+        }
+        self.dec
+            .add_repair_owned(f.first, f.count, &f.coefs, f.data)
     }
 
     /// An NC_WINDOW frame arrived.
@@ -121,6 +204,16 @@ impl NcReceiver {
         match f {
             Frame::Repair(r) => self.on_repair(r, now).map(Some),
             Frame::Window { abandon_below } => self.on_window(*abandon_below, now).map(|_| None),
+            _ => Ok(None),
+        }
+    }
+
+    /// As [`NcReceiver::on_frame`] for a borrowed frame (a REPAIR goes
+    /// through [`NcReceiver::on_repair_ref`]).
+    pub fn on_frame_ref(&mut self, f: &FrameRef<'_>, now: Instant) -> Result<Option<Arrival>> {
+        match f {
+            FrameRef::Repair(r) => self.on_repair_ref(r, now).map(Some),
+            FrameRef::Window { abandon_below } => self.on_window(*abandon_below, now).map(|_| None),
             _ => Ok(None),
         }
     }
@@ -190,5 +283,16 @@ impl NcReceiver {
     pub fn write_ack(&mut self, out: &mut Vec<u8>) {
         let a = self.ack();
         Frame::Ack(a).encode(out);
+    }
+
+    /// Write an NC_ACK frame at the start of `out`; returns its length, or
+    /// `None` (the ACK stays pending) if it does not fit.
+    pub fn write_ack_into(&mut self, out: &mut [u8]) -> Option<usize> {
+        let pending = self.ack_pending;
+        let n = FrameRef::Ack(self.ack()).encode_into(out);
+        if n.is_none() {
+            self.ack_pending = pending;
+        }
+        n
     }
 }

@@ -7,7 +7,9 @@
 //!    the index for the SOURCE_SYMBOL_ID frame and the payload is sent in
 //!    clear; fully coded mode — call [`NcSender::on_source_sent`] and then
 //!    [`NcSender::write_repair`] to get the coded REPAIR frame for the packet;
-//! 3. for repairs call [`NcSender::write_repair`] with the byte budget;
+//! 3. for repairs call [`NcSender::write_repair_into`] with the free space
+//!    of the packet being built ([`NcSender::write_repair`] returns a new
+//!    buffer instead);
 //! 4. feed NC_ACK frames to [`NcSender::on_ack`], drive the timer with
 //!    [`NcSender::timeout`] / [`NcSender::on_timeout`], and drain
 //!    [`NcSender::poll_event`] and [`NcSender::poll_window_frame`].
@@ -18,7 +20,7 @@ use std::time::{Duration, Instant};
 use crate::codec::Encoder;
 use crate::coeffs::{Coefficients, DT_MAX};
 use crate::error::{Error, Result};
-use crate::frames::{repair_overhead, AckFrame, Frame, RepairFrame};
+use crate::frames::{repair_header_len, write_repair_header, AckFrame, Writer};
 use crate::policy::{Ctx, Policy, PolicyKind, Scope};
 
 /// Coding mode.
@@ -48,6 +50,14 @@ pub struct SenderConfig {
     /// A symbol still undecoded this long after it was first sent is given
     /// up (reported [`SenderEvent::Lost`]) so the application retransmits it.
     pub abandon_after: Duration,
+    /// Tail protection: when the application has no new data (the end of a
+    /// response, or between the writes of a stream) and symbols were sent
+    /// since the last repair, send a repair at once if the policy has any
+    /// credit toward one, instead of waiting for the credit to reach a
+    /// whole repair or for the peer's report. The repair is an advance on
+    /// the policy's credit (which may go down to -1), so the average
+    /// redundancy does not change; only repairs move earlier.
+    pub tail_protection: bool,
 }
 
 impl Default for SenderConfig {
@@ -60,6 +70,7 @@ impl Default for SenderConfig {
             density: DT_MAX,
             initial_rtt: Duration::from_millis(100),
             abandon_after: Duration::from_secs(10),
+            tail_protection: true,
         }
     }
 }
@@ -96,6 +107,11 @@ pub struct SenderStats {
     pub coded_new: u64,
     /// Stall probes sent.
     pub probes: u64,
+    /// Tail-protection repairs sent (included in `repairs`).
+    pub tail_repairs: u64,
+    /// Bytes of REPAIR frames written (fully coded mode: the extra ones
+    /// only).
+    pub repair_bytes: u64,
     /// Symbols given up.
     pub abandoned: u64,
 }
@@ -140,7 +156,40 @@ pub struct NcSender {
     /// (for deduplication), and how many of them are `>= cov_rep`.
     lost_rep: VecDeque<u64>,
     lost_rep_uncovered: usize,
+    /// The reason the last `poll_transmit` asked for a repair was tail
+    /// protection (consumed by the next write).
+    pending_tail: bool,
+    /// Next source index when the last repair was sent: symbols at or
+    /// above it have no repair yet.
+    protected_through: u64,
+    /// The newest RTT sample from NC_ACK timing.
+    last_rtt_sample: Option<Duration>,
     stats: SenderStats,
+}
+
+/// Why [`NcSender::poll_transmit`] asks for a repair (or new data).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reason {
+    NewData,
+    Policy,
+    ProbeBurst,
+    Tail,
+    StallProbe,
+}
+
+/// Where [`NcSender::write_repair_into`] wrote a REPAIR frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WrittenRepair {
+    /// Repair sequence number (for [`NcSender::on_repair_lost`]).
+    pub seq: u64,
+    /// First source index combined.
+    pub first: u64,
+    /// Number of source symbols combined.
+    pub count: u64,
+    /// Bytes written (the whole frame, type included).
+    pub len: usize,
+    /// It was a tail-protection repair ([`SenderConfig::tail_protection`]).
+    pub tail: bool,
 }
 
 /// Weight, in packets, of the NC_ACK loss estimate when transport-declared
@@ -151,8 +200,13 @@ const LOSS_PRIOR_PACKETS: f64 = 64.0;
 const LOST_REPAIRS_MAX: usize = 1024;
 
 impl NcSender {
-    /// New sender.
-    pub fn new(cfg: SenderConfig, now: Instant) -> NcSender {
+    /// New sender. The window and symbol size are clamped to what the wire
+    /// can negotiate (1..=4096 symbols, 1..=65535 bytes).
+    pub fn new(mut cfg: SenderConfig, now: Instant) -> NcSender {
+        cfg.max_window = cfg
+            .max_window
+            .clamp(1, crate::frames::MAX_WINDOW_LIMIT as usize);
+        cfg.max_symbol_size = cfg.max_symbol_size.clamp(1, crate::codec::MAX_SYMBOL_SIZE);
         let enc = Encoder::new(cfg.max_window, cfg.max_symbol_size);
         let policy = Policy::new(cfg.policy);
         let rtt = cfg.initial_rtt;
@@ -189,6 +243,9 @@ impl NcSender {
             lost_src: VecDeque::new(),
             lost_rep: VecDeque::new(),
             lost_rep_uncovered: 0,
+            pending_tail: false,
+            protected_through: 0,
+            last_rtt_sample: None,
             stats: SenderStats::default(),
             cfg,
         }
@@ -224,6 +281,23 @@ impl NcSender {
     pub fn srtt(&self) -> Duration {
         self.ctx.srtt
     }
+    /// RTT variation in use.
+    pub fn rttvar(&self) -> Duration {
+        self.ctx.rttvar
+    }
+    /// The newest RTT sample taken from NC_ACK timing: the time from
+    /// sending the newest symbol the peer reports to its report (the
+    /// degree-of-freedom delivery RTT of TCP/NC).
+    pub fn last_rtt_sample(&self) -> Option<Duration> {
+        self.last_rtt_sample
+    }
+    /// Source symbols sent since the last repair that the peer has not
+    /// seen yet: what a repair sent now would newly protect.
+    pub fn unprotected(&self) -> u64 {
+        self.enc
+            .next_index()
+            .saturating_sub(self.protected_through.max(self.ctx.i_q))
+    }
     /// Peer's state from the latest NC_ACK (I_p, I_q, I_r, MAX_SEQ, DIFF).
     pub fn peer_state(&self) -> (u64, u64, u64, u64, u64) {
         (
@@ -254,37 +328,66 @@ impl NcSender {
     /// application has data waiting.
     pub fn poll_transmit(&mut self, has_new_data: bool, now: Instant) -> Option<Transmit> {
         self.refresh_ctx();
+        self.pending_tail = false;
+        match self.decide(has_new_data, now)? {
+            Reason::NewData => return Some(Transmit::NewData),
+            Reason::Policy => {}
+            Reason::ProbeBurst => {
+                self.probe_burst -= 1;
+                self.stats.probes += 1;
+            }
+            Reason::Tail => self.pending_tail = true,
+            Reason::StallProbe => {
+                self.probe_backoff += 1;
+                self.last_progress = now;
+                self.stats.probes += 1;
+                // One probe per missing degree of freedom the peer last reported.
+                self.probe_burst = self
+                    .ctx
+                    .diff
+                    .saturating_sub(1)
+                    .min(self.cfg.max_window as u64);
+            }
+        }
+        Some(Transmit::Repair)
+    }
+
+    /// Whether [`NcSender::poll_transmit`] would ask for a repair now,
+    /// without changing any state: the integration asks this to decide
+    /// whether to build a packet when it has nothing else to send.
+    pub fn repair_pending(&self, has_new_data: bool, now: Instant) -> bool {
+        !matches!(self.decide(has_new_data, now), None | Some(Reason::NewData))
+    }
+
+    /// The decision of [`NcSender::poll_transmit`] (read-only; `ctx` must
+    /// be fresh: `refresh_ctx` only recomputes derived fields, so the
+    /// stored context is used as is between refreshes).
+    fn decide(&self, has_new_data: bool, now: Instant) -> Option<Reason> {
+        let can_send = has_new_data && self.can_send_source();
         if self.enc.is_empty() {
-            return if has_new_data && self.can_send_source() {
-                Some(Transmit::NewData)
-            } else {
-                None
-            };
+            return can_send.then_some(Reason::NewData);
         }
         if self.policy.repair_due(&self.ctx, now).is_some() {
-            return Some(Transmit::Repair);
+            return Some(Reason::Policy);
         }
         if self.probe_burst > 0 {
-            self.probe_burst -= 1;
-            self.stats.probes += 1;
-            return Some(Transmit::Repair);
+            return Some(Reason::ProbeBurst);
         }
-        if has_new_data && self.can_send_source() {
-            return Some(Transmit::NewData);
+        if can_send {
+            return Some(Reason::NewData);
+        }
+        if self.cfg.tail_protection
+            && !has_new_data
+            && self.unprotected() > 0
+            && self.ctx.loss > 0.0
+            && self.policy.tail_credit() > 0.0
+        {
+            return Some(Reason::Tail);
         }
         // Stalled (window full or no data) with unseen symbols: probe after a
         // backed-off RTO so that every policy eventually completes.
         if now.duration_since(self.last_progress) >= self.probe_wait() {
-            self.probe_backoff += 1;
-            self.last_progress = now;
-            self.stats.probes += 1;
-            // One probe per missing degree of freedom the peer last reported.
-            self.probe_burst = self
-                .ctx
-                .diff
-                .saturating_sub(1)
-                .min(self.cfg.max_window as u64);
-            return Some(Transmit::Repair);
+            return Some(Reason::StallProbe);
         }
         None
     }
@@ -318,8 +421,22 @@ impl NcSender {
     /// repair sequence number (for [`NcSender::on_repair_lost`]) and bytes.
     /// A budget of `max_symbol_size + 2 + frames::REPAIR_OVERHEAD_MAX` always
     /// fits; smaller budgets shrink a repair's window from its end (never
-    /// for the coded new-data frame of fully coded mode).
+    /// for the coded new-data frame of fully coded mode). This allocates the
+    /// frame; [`NcSender::write_repair_into`] writes it in place.
     pub fn write_repair(&mut self, budget: usize, now: Instant) -> Option<(u64, Vec<u8>)> {
+        let cap = budget.min(self.cfg.max_symbol_size + 2 + crate::frames::REPAIR_OVERHEAD_MAX);
+        let mut buf = vec![0u8; cap];
+        let w = self.write_repair_into(&mut buf, now)?;
+        buf.truncate(w.len);
+        Some((w.seq, buf))
+    }
+
+    /// Write a REPAIR frame (type included) at the start of `out` (the free
+    /// space of the packet being built), sized to fit it; `None` if there
+    /// is nothing to code or it is too small. No allocation: the coded
+    /// payload is computed in place. See [`NcSender::write_repair`] for
+    /// how the window shrinks to fit.
+    pub fn write_repair_into(&mut self, out: &mut [u8], now: Instant) -> Option<WrittenRepair> {
         self.refresh_ctx();
         if self.enc.is_empty() {
             return None;
@@ -327,76 +444,89 @@ impl NcSender {
         let ws = self.enc.window_start();
         let end = self.enc.next_index();
         let coded_new = std::mem::take(&mut self.pending_coded_new);
-        let scope = if coded_new {
+        let tail = std::mem::take(&mut self.pending_tail);
+        let scope = if coded_new || tail {
             Scope::Window
         } else {
             self.policy
                 .repair_due(&self.ctx, now)
                 .unwrap_or(Scope::Window)
         };
-        let mut last = match scope {
+        let want = match scope {
             Scope::Window => end,
             Scope::Prefix(n) => ws.saturating_add(n.max(1)).min(end),
             Scope::UpTo(e) => e.clamp(ws + 1, end),
         };
-        // Shrink the window until the frame fits the budget.
         let seq = self.repair_seq;
         let coefs = Coefficients::Seeded {
             repair_key: seq as u16,
             dt: self.cfg.density,
         };
-        loop {
-            let count = last - ws;
-            let maxlen = (ws..last)
-                .filter_map(|i| self.enc.payload(i))
-                .map(|p| p.len() + 2)
-                .max()
-                .unwrap_or(2);
-            if repair_overhead(seq, ws, count, &coefs, maxlen) + maxlen <= budget {
+        // The longest prefix of [ws, want) whose frame fits: the coded
+        // length is the running maximum of the symbols' coded lengths.
+        let mut last = ws;
+        let mut maxlen = 0;
+        while last < want {
+            let l = self
+                .enc
+                .payload(last)
+                .map_or(2, |p| p.len() + 2)
+                .max(maxlen);
+            let hdr = repair_header_len(seq, ws, last + 1 - ws, coefs.as_ref(), l);
+            if hdr + l > out.len() {
                 break;
             }
-            if count <= 1 || coded_new {
-                // A coded new-data frame must include the new symbol: never
-                // shrink it into a redundant one; let the caller retry with a
-                // larger budget (>= max symbol size + REPAIR_OVERHEAD_MAX).
-                self.pending_coded_new = coded_new;
-                return None;
-            }
-            last -= 1;
+            maxlen = l;
+            last += 1;
         }
-        let mut data = Vec::new();
-        self.enc
-            .encode(ws, (last - ws) as usize, &coefs, &mut data)
+        if last == ws || (coded_new && last < want) {
+            // A coded new-data frame must include the new symbol: never
+            // shrink it into a redundant one; let the caller retry with a
+            // larger budget (>= max symbol size + REPAIR_OVERHEAD_MAX).
+            self.pending_coded_new = coded_new;
+            self.pending_tail = tail;
+            return None;
+        }
+        let count = last - ws;
+        let mut w = Writer::new(out);
+        write_repair_header(&mut w, seq, ws, count, coefs.as_ref(), maxlen)?;
+        let hdr = w.pos();
+        let len = self
+            .enc
+            .encode_into(ws, count as usize, &coefs, &mut out[hdr..])
             .ok()?;
-        let f = Frame::Repair(RepairFrame {
-            repair_seq: seq,
-            first: ws,
-            count: last - ws,
-            coefs,
-            data,
-        });
-        let mut out = Vec::new();
-        f.encode(&mut out);
+        debug_assert_eq!(len, maxlen);
         self.repair_times.push_back((seq, now));
         if self.repair_times.len() > 4 * self.cfg.max_window + 64 {
             self.repair_times.pop_front();
         }
         self.repair_seq += 1;
+        self.protected_through = end;
         if coded_new {
             self.stats.coded_new += 1;
         } else {
             self.stats.repairs += 1;
+            self.stats.repair_bytes += (hdr + len) as u64;
+            if tail {
+                self.stats.tail_repairs += 1;
+            }
             self.ctx.sent_total += 1;
             self.ctx.repairs_total += 1;
-            self.policy.on_repair_sent(&self.ctx, now);
+            self.policy.on_repair_sent(&self.ctx, now, tail);
         }
-        Some((seq, out))
+        Some(WrittenRepair {
+            seq,
+            first: ws,
+            count,
+            len: hdr + len,
+            tail,
+        })
     }
 
     /// Process an NC_ACK from the peer.
     pub fn on_ack(&mut self, ack: &AckFrame, now: Instant) -> Result<()> {
         if ack.max_seq > self.enc.next_index() || ack.repair_seq_end > self.repair_seq {
-            return Err(Error::Malformed("NC_ACK acknowledges unsent symbols"));
+            return Err(Error::UnsentAcknowledged);
         }
         if ack.i_p < self.ctx.i_p || ack.i_q < self.ctx.i_q {
             // Reordered, older ACK: ignore.
@@ -430,6 +560,7 @@ impl NcSender {
             }
         }
         if let Some(d) = sample {
+            self.last_rtt_sample = Some(d);
             self.rtt_sample(d);
         }
         if ack.i_q > self.ctx.i_q || ack.i_p > self.ctx.i_p || ack.diff < self.ctx.diff {
@@ -570,17 +701,29 @@ impl NcSender {
     /// An NC_WINDOW frame to send (after abandoning symbols), repeated once
     /// per RTT until the peer's I_p passes the abandon point.
     pub fn poll_window_frame(&mut self, now: Instant) -> Option<Vec<u8>> {
-        let due = self.window_frame_due?;
-        if now < due {
+        let mut v = vec![0u8; 16];
+        let n = self.poll_window_frame_into(&mut v, now)?;
+        v.truncate(n);
+        Some(v)
+    }
+
+    /// Whether an NC_WINDOW frame is due ([`NcSender::poll_window_frame`]).
+    pub fn window_frame_due(&self, now: Instant) -> bool {
+        self.window_frame_due.is_some_and(|d| d <= now)
+    }
+
+    /// As [`NcSender::poll_window_frame`], written at the start of `out`;
+    /// returns its length (`None` if none is due or it does not fit).
+    pub fn poll_window_frame_into(&mut self, out: &mut [u8], now: Instant) -> Option<usize> {
+        if !self.window_frame_due(now) {
             return None;
         }
-        self.window_frame_due = Some(now + self.ctx.srtt.max(Duration::from_millis(1)));
-        let mut v = Vec::new();
-        Frame::Window {
+        let n = crate::frames::FrameRef::Window {
             abandon_below: self.abandon_point,
         }
-        .encode(&mut v);
-        Some(v)
+        .encode_into(out)?;
+        self.window_frame_due = Some(now + self.ctx.srtt.max(Duration::from_millis(1)));
+        Some(n)
     }
 
     /// Earliest time [`NcSender::on_timeout`] must be called. This includes

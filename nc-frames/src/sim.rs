@@ -147,8 +147,28 @@ impl<T> Delay<T> {
 }
 
 enum Pkt {
-    Source(Vec<u8>),
+    /// A source packet as on the wire: the symbol, then its
+    /// SOURCE_SYMBOL_ID frame at offset `tag` (the transport reports
+    /// where extension frames start).
+    Source {
+        bytes: Vec<u8>,
+        tag: usize,
+    },
     Repair(Vec<u8>),
+}
+
+/// A source packet: `payload` followed by SOURCE_SYMBOL_ID(index, length).
+fn source_packet(index: u64, payload: &[u8]) -> Pkt {
+    let mut bytes = payload.to_vec();
+    Frame::SourceSymbolId {
+        index,
+        length: payload.len() as u64,
+    }
+    .encode(&mut bytes);
+    Pkt::Source {
+        bytes,
+        tag: payload.len(),
+    }
 }
 
 /// Run one simulation; `Err` describes the first violated property
@@ -201,17 +221,21 @@ pub fn run(cfg: &SimConfig) -> Result<SimResult, String> {
         // 1. Forward arrivals.
         while let Some(p) = fwd.pop_due(now) {
             match p {
-                Pkt::Source(mut bytes) => {
-                    let (f, used) = Frame::parse(&bytes).map_err(|e| format!("parse: {e}"))?;
-                    let Frame::SourceSymbolId { index } = f else {
+                Pkt::Source { mut bytes, tag } => {
+                    let (f, _) = Frame::parse(&bytes[tag..]).map_err(|e| format!("parse: {e}"))?;
+                    let Frame::SourceSymbolId { index, length } = f else {
                         return Err("bad frame".into());
                     };
-                    if bytes[used..] != *payload_of(index, cfg.max_symbol).as_slice() {
+                    let start = tag
+                        .checked_sub(length as usize)
+                        .ok_or("symbol longer than the packet")?;
+                    if bytes[start..tag] != *payload_of(index, cfg.max_symbol).as_slice() {
                         return Err(format!("clear payload {index} corrupted"));
                     }
                     // Hand the packet buffer over (owned path; the
                     // borrowed one is exercised by `fuzzing::session`).
-                    bytes.drain(..used);
+                    bytes.truncate(tag);
+                    bytes.drain(..start);
                     let a = rx
                         .on_source_owned(index, bytes, now)
                         .map_err(|e| format!("rx source: {e}"))?;
@@ -278,12 +302,7 @@ pub fn run(cfg: &SimConfig) -> Result<SimResult, String> {
                 }
                 sent_at.push(now);
                 match cfg.mode {
-                    Mode::Systematic => {
-                        let mut b = Vec::new();
-                        Frame::SourceSymbolId { index: idx }.encode(&mut b);
-                        b.extend_from_slice(&p);
-                        Some(Pkt::Source(b))
-                    }
+                    Mode::Systematic => Some(source_packet(idx, &p)),
                     Mode::FullyCoded => tx.write_repair(budget, now).map(|x| Pkt::Repair(x.1)),
                 }
             }
@@ -315,10 +334,11 @@ pub fn run(cfg: &SimConfig) -> Result<SimResult, String> {
                 fwd.push(now + cfg.one_way + jitter(), p);
             } else if let Some(d) = cfg.loss_detection {
                 let bytes = match &p {
-                    Pkt::Source(b) | Pkt::Repair(b) => b,
+                    Pkt::Source { bytes, tag } => &bytes[*tag..],
+                    Pkt::Repair(b) => b,
                 };
                 match Frame::parse(bytes) {
-                    Ok((Frame::SourceSymbolId { index }, _)) => {
+                    Ok((Frame::SourceSymbolId { index, .. }, _)) => {
                         lossdet.push(now + d, (true, index))
                     }
                     Ok((Frame::Repair(r), _)) => lossdet.push(now + d, (false, r.repair_seq)),

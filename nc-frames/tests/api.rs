@@ -429,3 +429,228 @@ fn repair_loss_feeds_the_estimate_once() {
     tx.on_repair_lost(seqs[1], t);
     assert!((tx.loss_estimate() - fresh).abs() < 1e-12, "still once");
 }
+
+#[test]
+fn nc_ack_for_unsent_symbols_is_a_protocol_violation() {
+    let t = Instant::now();
+    let mut tx = NcSender::new(cfg(Mode::Systematic, 4), t);
+    tx.on_source_sent(b"a", t).unwrap();
+    let mut a = NcReceiver::new(4, 100).ack();
+    a.repair_seq_end = 1; // no repair was sent
+    let e = tx.on_ack(&a, t).unwrap_err();
+    assert_eq!(e, Error::UnsentAcknowledged);
+    assert_eq!(e.quic_code(), Some(0x0a), "PROTOCOL_VIOLATION, not 0x07");
+}
+
+#[test]
+fn repair_written_in_place_is_the_same_frame() {
+    let t = Instant::now();
+    let mk = || {
+        let mut tx = NcSender::new(cfg(Mode::Systematic, 16), t);
+        for i in 0..9u8 {
+            tx.on_source_sent(&vec![i; 3 + 7 * i as usize], t).unwrap();
+        }
+        tx
+    };
+    for budget in [20usize, 40, 70, 200, 1200] {
+        let (mut a, mut b) = (mk(), mk());
+        let owned = a.write_repair(budget, t);
+        let mut buf = vec![0xeeu8; budget];
+        let w = b.write_repair_into(&mut buf, t);
+        match (owned, w) {
+            (None, None) => {}
+            (Some((seq, bytes)), Some(w)) => {
+                assert_eq!((seq, bytes.len()), (w.seq, w.len), "budget {budget}");
+                assert_eq!(&buf[..w.len], &bytes[..], "budget {budget}");
+                let (Frame::Repair(f), n) = Frame::parse(&bytes).unwrap() else {
+                    panic!()
+                };
+                assert_eq!((f.first, f.count, n), (w.first, w.count, bytes.len()));
+                assert!(w.len <= budget);
+            }
+            other => panic!("budget {budget}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn repair_pending_agrees_with_poll_transmit() {
+    // Random operation sequences: the read-only query must predict what
+    // poll_transmit decides at the same moment.
+    let mut seed = 0x1234_5678_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for policy in [
+        PolicyKind::ADAPTIVE,
+        PolicyKind::FixedR(1.3),
+        PolicyKind::Von,
+        PolicyKind::Fnc,
+        PolicyKind::CtcpBlock { n: 8 },
+    ] {
+        let t0 = Instant::now();
+        let mut t = t0;
+        let mut tx = NcSender::new(
+            SenderConfig {
+                policy,
+                max_window: 32,
+                max_symbol_size: 100,
+                ..SenderConfig::default()
+            },
+            t,
+        );
+        let mut rx = NcReceiver::new(32, 100);
+        for _ in 0..2000 {
+            t += Duration::from_millis(next() % 7);
+            let has_data = next() % 4 != 0;
+            let pending = tx.repair_pending(has_data, t);
+            let got = tx.poll_transmit(has_data, t);
+            assert_eq!(pending, got == Some(Transmit::Repair), "{policy:?}");
+            match got {
+                Some(Transmit::NewData) => {
+                    let idx = tx.on_source_sent(&[7; 40], t).unwrap();
+                    if next() % 10 < 8 {
+                        rx.on_source(idx, &[7; 40], t).unwrap();
+                    } else if next() % 2 == 0 {
+                        tx.on_source_lost(idx, t);
+                    }
+                }
+                Some(Transmit::Repair) => {
+                    if let Some((_, b)) = tx.write_repair(300, t) {
+                        if next() % 10 < 8 {
+                            let (f, _) = Frame::parse(&b).unwrap();
+                            rx.on_frame(&f, t).unwrap();
+                        }
+                    }
+                }
+                None => {}
+            }
+            while rx.poll_recovered().is_some() {}
+            if next() % 3 == 0 {
+                tx.on_ack(&rx.ack(), t).unwrap();
+            }
+            if tx.timeout().is_some_and(|d| d <= t) {
+                tx.on_timeout(t);
+            }
+        }
+    }
+}
+
+#[test]
+fn tail_protection_repairs_a_burst_end_at_once() {
+    let t = Instant::now();
+    let mk = |tail: bool| {
+        NcSender::new(
+            SenderConfig {
+                policy: PolicyKind::ADAPTIVE,
+                max_window: 64,
+                max_symbol_size: 100,
+                tail_protection: tail,
+                ..SenderConfig::default()
+            },
+            t,
+        )
+    };
+    // Without a loss estimate there is nothing to protect against.
+    let mut tx = mk(true);
+    tx.on_source_sent(b"x", t).unwrap();
+    assert_eq!(tx.poll_transmit(false, t), None);
+    // With some loss measured, a three-packet burst has credit 3 * 1.25 *
+    // p / (1 - p) < 1: no repair is due by the policy, but the tail gets
+    // one as soon as the application has nothing more.
+    for tail in [true, false] {
+        let mut tx = mk(tail);
+        let mut rx = NcReceiver::new(64, 100);
+        // Teach the loss estimate: 40 sources of which 4 are lost.
+        for i in 0..40u64 {
+            tx.on_source_sent(b"abc", t).unwrap();
+            if i % 10 != 3 {
+                rx.on_source(i, b"abc", t).unwrap();
+            }
+        }
+        tx.on_ack(&rx.ack(), t).unwrap();
+        while tx.poll_transmit(true, t) == Some(Transmit::Repair) {
+            let (_, b) = tx.write_repair(1200, t).unwrap();
+            let (f, _) = Frame::parse(&b).unwrap();
+            rx.on_frame(&f, t).unwrap();
+        }
+        tx.on_ack(&rx.ack(), t).unwrap();
+        assert!(tx.loss_estimate() > 0.0, "{}", tx.loss_estimate());
+        for _ in 0..3 {
+            assert_eq!(tx.poll_transmit(true, t), Some(Transmit::NewData));
+            tx.on_source_sent(b"def", t).unwrap();
+        }
+        let before = tx.stats().repairs;
+        let got = tx.poll_transmit(false, t);
+        if tail {
+            assert_eq!(got, Some(Transmit::Repair));
+            let w = tx.write_repair_into(&mut [0u8; 200], t).unwrap();
+            assert!(w.tail);
+            assert_eq!(tx.stats().tail_repairs, 1);
+            assert_eq!(tx.stats().repairs, before + 1);
+            // The advance is paid back: no second tail repair for the same
+            // burst, and none for the next source either.
+            assert_eq!(tx.poll_transmit(false, t), None);
+            tx.on_source_sent(b"ghi", t).unwrap();
+            assert_eq!(tx.poll_transmit(false, t), None);
+        } else {
+            assert_eq!(got, None);
+        }
+    }
+}
+
+#[test]
+fn constructors_clamp_what_the_wire_cannot_carry() {
+    let t = Instant::now();
+    let mut rx = NcReceiver::new(usize::MAX, usize::MAX);
+    assert!(rx.on_source(0, b"a", t).is_ok());
+    assert!(rx.decoder().limit() <= 4096 + 1);
+    let tx = NcSender::new(
+        SenderConfig {
+            max_window: usize::MAX,
+            max_symbol_size: usize::MAX,
+            ..SenderConfig::default()
+        },
+        t,
+    );
+    assert_eq!(tx.config().max_window, 4096);
+    assert_eq!(tx.config().max_symbol_size, 65535);
+}
+
+#[test]
+fn work_budget_sheds_repairs_beyond_its_rate() {
+    use nc_frames::WorkBudget;
+    let t = Instant::now();
+    let mut tx = NcSender::new(cfg(Mode::Systematic, 16), t);
+    let mut rx = NcReceiver::new(16, 100);
+    rx.set_work_budget(WorkBudget {
+        per_second: 100.0,
+        burst: 32.0,
+    });
+    for _ in 0..16 {
+        tx.on_source_sent(&[1; 50], t).unwrap();
+    }
+    // Full-window repairs cost 16 tokens each: two fit the burst.
+    let mut shed = 0;
+    for _ in 0..4 {
+        let (_, b) = tx.write_repair(1200, t).unwrap();
+        let (f, _) = Frame::parse(&b).unwrap();
+        let a = rx.on_frame(&f, t).unwrap().unwrap();
+        shed += a.shed as u64;
+    }
+    assert_eq!((shed, rx.shed()), (2, 2));
+    // Tokens come back with time (100 per second).
+    let (_, b) = tx.write_repair(1200, t).unwrap();
+    let (f, _) = Frame::parse(&b).unwrap();
+    let later = t + Duration::from_millis(200);
+    assert!(!rx.on_frame(&f, later).unwrap().unwrap().shed);
+    // Shed or not, an out-of-window repair is still a violation.
+    let mut bad = f.clone();
+    if let Frame::Repair(r) = &mut bad {
+        r.first = 100;
+    }
+    assert!(rx.on_frame(&bad, later).is_err());
+}

@@ -175,9 +175,17 @@ impl Kernel {
         }
     }
 
-    /// Fused kernel over the first `common` bytes; `false` if unavailable.
+    /// Fused kernel over the first `common` bytes, adding to `dst` if
+    /// `acc`, else overwriting it; `false` (nothing written) if unavailable.
     #[cfg(target_arch = "x86_64")]
-    fn fused_prefix(self, dst: &mut [u8], srcs: &[&[u8]], coefs: &[u8], common: usize) -> bool {
+    fn fused_prefix(
+        self,
+        dst: &mut [u8],
+        srcs: &[&[u8]],
+        coefs: &[u8],
+        common: usize,
+        acc: bool,
+    ) -> bool {
         let Imp::X86(x) = self.0 else { return false };
         if srcs.is_empty() || common == 0 {
             return false;
@@ -185,7 +193,7 @@ impl Kernel {
         let groups = srcs.chunks(x86::GROUP).zip(coefs.chunks(x86::GROUP));
         for (g, (ss, cc)) in groups.enumerate() {
             // Only SSSE3 has no fused kernel, and it fails on the first group.
-            if !x.lincomb_group(&mut dst[..common], ss, cc, g > 0) {
+            if !x.lincomb_group(&mut dst[..common], ss, cc, acc || g > 0) {
                 return false;
             }
         }
@@ -194,8 +202,32 @@ impl Kernel {
 
     /// No fused kernel on this architecture.
     #[cfg(not(target_arch = "x86_64"))]
-    fn fused_prefix(self, _: &mut [u8], _: &[&[u8]], _: &[u8], _: usize) -> bool {
+    fn fused_prefix(self, _: &mut [u8], _: &[&[u8]], _: &[u8], _: usize, _: bool) -> bool {
         false
+    }
+
+    /// `dst ^= sum_j coefs[j] * srcs[j]` (each source over its common
+    /// length with `dst`): [`Kernel::lincomb`] without clearing `dst`
+    /// first, so a combination can be built a group of sources at a time.
+    pub fn lincomb_acc(self, dst: &mut [u8], srcs: &[&[u8]], coefs: &[u8]) {
+        let k = srcs.len().min(coefs.len());
+        let common = srcs[..k]
+            .iter()
+            .map(|s| s.len())
+            .min()
+            .unwrap_or(0)
+            .min(dst.len());
+        let from = if self.fused_prefix(dst, &srcs[..k], &coefs[..k], common, true) {
+            common
+        } else {
+            0
+        };
+        for (s, &c) in srcs[..k].iter().zip(&coefs[..k]) {
+            let n = dst.len().min(s.len());
+            if n > from {
+                self.axpy(&mut dst[from..n], &s[from..n], c);
+            }
+        }
     }
 
     /// Linear combination `dst = sum_j coefs[j] * srcs[j]`, each source
@@ -210,7 +242,7 @@ impl Kernel {
             .min()
             .unwrap_or(0)
             .min(dst.len());
-        let done = self.fused_prefix(dst, &srcs[..k], &coefs[..k], common);
+        let done = self.fused_prefix(dst, &srcs[..k], &coefs[..k], common, false);
         let from = if done {
             dst[common..].fill(0);
             common
@@ -344,6 +376,15 @@ mod tests {
                 let mut d = vec![0xAAu8; len];
                 k.lincomb(&mut d, &refs, &coefs);
                 assert_eq!(d, want, "kernel {}", k.name());
+                // Accumulating, split into two calls at a random source.
+                let mut init = vec![0u8; len];
+                rng.fill(&mut init);
+                let mut d = init.clone();
+                let cut = rng.below(w as u64 + 1) as usize;
+                k.lincomb_acc(&mut d, &refs[..cut], &coefs[..cut]);
+                k.lincomb_acc(&mut d, &refs[cut..], &coefs[cut..]);
+                let acc: Vec<u8> = init.iter().zip(&want).map(|(a, b)| a ^ b).collect();
+                assert_eq!(d, acc, "lincomb_acc kernel {}", k.name());
             }
         }
     }
