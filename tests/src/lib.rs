@@ -162,19 +162,24 @@ impl Pair {
         panic!("handshake did not complete");
     }
 
-    /// Fires the timers of both sides whose deadline has passed (or all of
-    /// them with `force`), as an event loop would.
+    /// Fires the timers whose deadline has passed; with `force`, first
+    /// waits for the earliest deadline of either side (never for a later
+    /// one, such as the other side's idle timeout), as an event loop would.
     pub fn fire_timers(&mut self, force: bool) {
+        if force {
+            let earliest = [&self.client, &self.server]
+                .iter()
+                .filter_map(|c| c.timeout_instant())
+                .min();
+            if let Some(t) = earliest {
+                // quiche checks deadlines against the clock.
+                std::thread::sleep(t.saturating_duration_since(Instant::now()));
+            }
+        }
         let now = Instant::now();
         for c in [&mut self.client, &mut self.server] {
-            if let Some(t) = c.timeout_instant() {
-                if force || t <= now {
-                    if force {
-                        // quiche checks deadlines against the clock.
-                        std::thread::sleep(t.saturating_duration_since(now));
-                    }
-                    c.on_timeout();
-                }
+            if c.timeout_instant().is_some_and(|t| t <= now) {
+                c.on_timeout();
             }
         }
     }

@@ -395,7 +395,7 @@ impl TransportExtension for Toy {
         self.recovered.pop_front()
     }
 
-    fn wants_to_send(&self) -> bool {
+    fn wants_to_send(&self, _now: Instant, _data_pending: bool) -> bool {
         !self.pending_repairs.is_empty() || self.send_bad
     }
 
@@ -692,4 +692,208 @@ fn malformed_extension_frame_is_frame_encoding_error() {
         .expect("server closed the connection");
     assert!(!err.is_app);
     assert_eq!(err.error_code, 0x7, "FRAME_ENCODING_ERROR");
+}
+
+// ---------------------------------------------------------------------------
+// A second toy: it holds data back for the first packets and then replaces
+// every packet's data frames by one SCRAMBLED frame (the same bytes XORed
+// with a constant), written in place. The peer unscrambles them into
+// recovered packets. quiche keeps tracking the replaced STREAM frames, so
+// their losses are retransmitted as usual.
+
+const SCR: u64 = 0x3f00_0010;
+const SCR_TP: u64 = 0x3f00_00ab;
+
+#[derive(Debug, Default)]
+struct ScrLog {
+    /// Per built 1-RTT packet (AfterStream): data bytes before replacing.
+    data_per_packet: Vec<usize>,
+    /// data_pending as seen in BeforeStream while data was held.
+    pending_while_held: Vec<bool>,
+    replaced: usize,
+    lost_ranges: usize,
+    recovered: usize,
+}
+
+struct Scrambler {
+    hold_first: usize,
+    built: usize,
+    negotiated: bool,
+    recovered: VecDeque<Vec<u8>>,
+    log: Arc<Mutex<ScrLog>>,
+}
+
+impl TransportExtension for Scrambler {
+    fn frame_types(&self) -> Vec<FrameType> {
+        vec![FrameType {
+            frame_type: SCR,
+            ack_eliciting: true,
+        }]
+    }
+
+    fn frame_body_len(&self, _: u64, body: &[u8]) -> Option<usize> {
+        let mut off = 0;
+        let len = get_varint(body, &mut off)? as usize;
+        Some(off + len)
+    }
+
+    fn local_transport_params(&self) -> Vec<(u64, Vec<u8>)> {
+        vec![(SCR_TP, vec![])]
+    }
+
+    fn on_peer_transport_params(&mut self, p: &quiche::TransportParams) -> quiche::Result<()> {
+        self.negotiated = p
+            .unknown_params
+            .as_ref()
+            .is_some_and(|u| u.into_iter().any(|x| x.id == SCR_TP));
+        Ok(())
+    }
+
+    fn on_packet_received(
+        &mut self,
+        _: u64,
+        _: Instant,
+        payload: &[u8],
+        frames: &[FrameSpan],
+    ) -> quiche::Result<()> {
+        for f in frames {
+            let body = &payload[f.range.clone()];
+            let mut off = octets_len(SCR);
+            let len = get_varint(body, &mut off).ok_or(quiche::Error::InvalidFrame)? as usize;
+            let data: Vec<u8> = body[off..off + len].iter().map(|b| b ^ 0x5a).collect();
+            self.recovered.push_back(data);
+            self.log.lock().unwrap().recovered += 1;
+        }
+        Ok(())
+    }
+
+    fn next_recovered(&mut self) -> Option<Vec<u8>> {
+        self.recovered.pop_front()
+    }
+
+    fn on_send(&mut self, ctx: &mut SendContext) {
+        if !self.negotiated {
+            return;
+        }
+        match ctx.stage() {
+            SendStage::BeforeStream => {
+                if self.built < self.hold_first {
+                    self.log
+                        .lock()
+                        .unwrap()
+                        .pending_while_held
+                        .push(ctx.data_pending());
+                    ctx.hold_data();
+                }
+                // Frame type (4 bytes) and a 2-byte length.
+                ctx.reserve_after_stream(6);
+            }
+            SendStage::AfterStream => {
+                self.built += 1;
+                let n = ctx.stream_frames().len();
+                self.log.lock().unwrap().data_per_packet.push(n);
+                if n == 0 {
+                    return;
+                }
+                let data: Vec<u8> = ctx.stream_frames().iter().map(|b| b ^ 0x5a).collect();
+                assert!(ctx.replace_data_frames());
+                assert!(ctx.stream_frames().is_empty());
+                assert!(!ctx.replace_data_frames(), "only once");
+                let ok = ctx.write_frame(SCR, 0, true, true, |buf| {
+                    let mut f = Vec::new();
+                    put_varint(&mut f, SCR);
+                    put_varint(&mut f, data.len() as u64);
+                    f.extend_from_slice(&data);
+                    if f.len() > buf.len() {
+                        return 0;
+                    }
+                    buf[..f.len()].copy_from_slice(&f);
+                    f.len()
+                });
+                assert!(ok, "the reserved room fits the frame header");
+                self.log.lock().unwrap().replaced += 1;
+            }
+            SendStage::AfterAck => {}
+        }
+    }
+
+    fn on_stream_data_lost(&mut self, _: u64, _: u64, _: usize, _: bool, _: Instant) -> bool {
+        self.log.lock().unwrap().lost_ranges += 1;
+        false
+    }
+}
+
+fn scrambler_pair(hold_first: usize) -> (Pair, Arc<Mutex<ScrLog>>, Arc<Mutex<ScrLog>>) {
+    let clog = Arc::new(Mutex::new(ScrLog::default()));
+    let slog = Arc::new(Mutex::new(ScrLog::default()));
+    let (c2, s2) = (clog.clone(), slog.clone());
+    let mut ccfg = config(false);
+    let mut scfg = config(true);
+    let pair = Pair::new(&mut ccfg, &mut scfg, move |side, conn| {
+        let (log, hold) = match side {
+            Side::Client => (c2.clone(), hold_first),
+            Side::Server => (s2.clone(), 0),
+        };
+        conn.set_extension(Box::new(Scrambler {
+            hold_first: hold,
+            built: 0,
+            negotiated: false,
+            recovered: VecDeque::new(),
+            log,
+        }))
+        .unwrap();
+    });
+    (pair, clog, slog)
+}
+
+#[test]
+fn replaced_data_frames_travel_only_in_the_extension_frame() {
+    let (mut pair, clog, slog) = scrambler_pair(0);
+    pair.handshake();
+    let before = pair.client.stats().sent_bytes;
+    transfer(&mut pair, 60_000, &mut |_, _| false);
+    let sent = pair.client.stats().sent_bytes - before;
+    let c = clog.lock().unwrap();
+    assert!(c.replaced > 40, "{}", c.replaced);
+    assert_eq!(slog.lock().unwrap().recovered, c.replaced);
+    // Had the STREAM frames stayed on the wire, the client would have sent
+    // the data twice.
+    assert!(sent < 70_000, "client sent {sent} bytes for 60000");
+}
+
+#[test]
+fn replaced_data_frames_are_still_tracked_for_loss() {
+    let (mut pair, clog, _slog) = scrambler_pair(0);
+    pair.handshake();
+    transfer(&mut pair, 60_000, &mut |idx, _| idx % 7 == 3);
+    let c = clog.lock().unwrap();
+    assert!(
+        c.lost_ranges > 0,
+        "quiche reported the replaced STREAM frames lost"
+    );
+    assert!(pair.client.stats().stream_retrans_bytes > 0);
+}
+
+#[test]
+fn held_data_waits_and_data_pending_reports_it() {
+    let (mut pair, clog, _slog) = scrambler_pair(4);
+    pair.handshake();
+    transfer(&mut pair, 30_000, &mut |_, _| false);
+    let c = clog.lock().unwrap();
+    assert!(c.data_per_packet.len() > 4);
+    // The first built packets carried no data although data was pending.
+    assert!(
+        c.pending_while_held.iter().any(|&p| p),
+        "{:?}",
+        c.pending_while_held
+    );
+    let first_data = c.data_per_packet.iter().position(|&n| n > 0).unwrap();
+    assert!(
+        first_data >= c.pending_while_held.len().min(1),
+        "{:?}",
+        c.data_per_packet
+    );
+    assert!(c.data_per_packet[..c.pending_while_held.len()]
+        .iter()
+        .all(|&n| n == 0));
 }
