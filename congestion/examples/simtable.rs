@@ -491,6 +491,65 @@ fn fairness_matrix_table() {
     println!();
 }
 
+/// Median and maximum of `v` (seconds), formatted.
+fn med_max(v: &mut [f64]) -> String {
+    v.sort_by(f64::total_cmp);
+    format!("{:.2} / {:.2}", v[v.len() / 2], v[v.len() - 1])
+}
+
+fn startup_table() {
+    println!("### Table 9: start-up under random loss, quiche-like start, 10 seeds");
+    println!();
+    println!("One hybrid flow, 20 Mbit/s, 40 ms, BDP buffer, i.i.d. loss p on data and ACKs, seeds 1..10.");
+    println!("quiche-like start: a loss-free handshake round trip, then the initial window as one unpaced");
+    println!(
+        "burst of 10 packets (quiche's pacer), quiche-like ACKs (every 2nd packet, 25 ms timer)."
+    );
+    println!(
+        "t80: first time the receive rate over the preceding 200 ms reaches 80% of the link rate;"
+    );
+    println!("1 MB / 10 MB: time until that much has been received (ideal about 0.5 s / 4.1 s). Median / max in seconds.");
+    println!();
+    println!("| ACK jitter | p | t80 | 1 MB | 10 MB | runs with t80 > 1 s |");
+    println!("|---|---|---|---|---|---|");
+    for jitter in [0, 2] {
+        for p in [0.05, 0.10, 0.20] {
+            let (mut t80, mut t1, mut t10) = (Vec::new(), Vec::new(), Vec::new());
+            for seed in 1..=10 {
+                let link = LinkConfig::bdp_buffer(20.0, ms(40))
+                    .with_loss(p, p)
+                    .with_ack_jitter(ms(jitter))
+                    .with_seed(seed);
+                let mut sim = Simulation::new(link);
+                sim.record_delivery();
+                sim.add_flow(
+                    Algo::Hybrid
+                        .flow(ms(40))
+                        .quiche_start()
+                        .with_acks(AckPolicy::quiche()),
+                );
+                let r = sim.run(secs(15), Duration::ZERO);
+                let f = &r.flows[0];
+                let s = |d: Option<Duration>| d.map_or(f64::INFINITY, |d| d.as_secs_f64());
+                t80.push(s(f.time_to_rate(0.8 * 20e6, ms(200))));
+                t1.push(s(f.time_to_receive(1_000_000)));
+                t10.push(s(f.time_to_receive(10_000_000)));
+            }
+            let slow = t80.iter().filter(|&&t| t > 1.0).count();
+            println!(
+                "| {} ms | {:.2} | {} | {} | {} | {} |",
+                jitter,
+                p,
+                med_max(&mut t80),
+                med_max(&mut t1),
+                med_max(&mut t10),
+                slow
+            );
+        }
+    }
+    println!();
+}
+
 fn main() {
     single_flow_table();
     padhye_table();
@@ -500,4 +559,5 @@ fn main() {
     shallow_table();
     ack_policy_table();
     fairness_matrix_table();
+    startup_table();
 }

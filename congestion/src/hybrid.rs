@@ -31,11 +31,14 @@
 //!    losses at queue peaks are overflow and get a CUBIC-like backoff (0.7)
 //!    even when the queue is too shallow for Equation (1) to react.
 //! 5. **Slow start** continues through losses while there is no queueing
-//!    delay, and ends on a delay increase (HyStart++-like: the round's
-//!    minimum RTT, or all of the last 8 samples, above the reference by
+//!    delay (in the initial window's round trip: none beyond what that
+//!    unpaced burst creates itself, [`Hybrid::initial_burst_allowance`]),
+//!    and ends on a delay increase (HyStart++-like: the round's minimum
+//!    RTT, or all of the last 8 samples, above the reference by
 //!    max(4 ms, RTTmin/8)), falling back to the BDP estimated from the
 //!    short-term ACK rate, or on a backoff, which then scales what the last
-//!    round delivered rather than the doubled window.
+//!    complete round delivered (never less than the initial window) rather
+//!    than the doubled window.
 //! 6. **Pacing** at `pacing_gain * cwnd / sRTT` (default gain 1.25; 2 in
 //!    slow start).
 //!
@@ -223,6 +226,13 @@ pub struct Hybrid {
     round_lost: f64,
     round_acked: f64,
     last_round_acked: f64,
+    /// Whether the last round began with the window in use, so that
+    /// `last_round_acked` measures what the path delivers per round trip
+    /// (the first rounds of a connection do not: see
+    /// [`Hybrid::delivered_per_round`]).
+    last_round_full: bool,
+    /// Whether the current round began with the window in use.
+    round_full: bool,
     round_window: f64,
     /// This round's (lost, total) packets that met a queue / no queue.
     round_q: (f64, f64),
@@ -260,6 +270,12 @@ pub struct Hybrid {
     competitive_backoffs: u64,
 }
 
+/// HyStart++'s delay-increase threshold for a base RTT:
+/// `clamp(base / 8, 4 ms, 16 ms)`.
+fn hystart_threshold(base: Duration) -> Duration {
+    (base / 8).clamp(Duration::from_millis(4), Duration::from_millis(16))
+}
+
 /// ACK events kept for the short-term delivery-rate estimate.
 const ACK_HISTORY: usize = 16;
 
@@ -286,6 +302,8 @@ impl Hybrid {
             round_lost: 0.0,
             round_acked: 0.0,
             last_round_acked: 0.0,
+            last_round_full: false,
+            round_full: false,
             round_window: cfg.common.initial_window_packets as f64,
             round_q: (0.0, 0.0),
             round_c: (0.0, 0.0),
@@ -396,9 +414,17 @@ impl Hybrid {
         p.clamp(0.0, self.cfg.erasure_cap)
     }
 
-    /// Losses per round above which a round counts as congested.
+    /// Losses per round above which a round counts as congested: the
+    /// binomial mean `n p` plus `excess_sigma` standard deviations plus
+    /// `excess_slack` packets, for `p` = [`Hybrid::erasure_rate`] (the
+    /// variance uses `max(p, 0.01)`). `n` is the number of packets this
+    /// round has decided (acknowledged or declared lost), but at least the
+    /// window at the start of the round: the round in which slow start ends
+    /// decides the fate of up to twice the window it started with, and
+    /// their random losses must not look like excess.
     pub fn excess_threshold(&self) -> f64 {
-        let n = self.round_window.max(1.0);
+        let decided = self.round_acked + self.round_lost_stat;
+        let n = self.round_window.max(decided).max(1.0);
         let p = self.erasure_rate();
         let var_p = p.max(0.01);
         n * p + self.cfg.excess_sigma * (n * var_p * (1.0 - var_p)).sqrt() + self.cfg.excess_slack
@@ -466,7 +492,7 @@ impl Hybrid {
         }
     }
 
-    fn end_round(&mut self) {
+    fn end_round(&mut self, prior_in_flight: usize) {
         let total = self.round_acked + self.round_lost_stat;
         self.all.add_round(self.round_lost_stat, total);
         self.peak.add_round(self.round_q.0, self.round_q.1);
@@ -476,6 +502,13 @@ impl Hybrid {
         self.round_lost_stat = 0.0;
         self.round_lost = 0.0;
         self.last_round_acked = self.round_acked;
+        self.last_round_full = self.round_full;
+        // The next round measures the path only if it starts while the
+        // sender is using its window (at least half of it in flight before
+        // this ACK, as in slow start's increase rule): the round that begins
+        // when the handshake is acknowledged starts with next to nothing in
+        // flight and would count just the first ACK of the next flight.
+        self.round_full = prior_in_flight as f64 * 2.0 >= self.cwnd;
         self.round_acked = 0.0;
         self.round_window = self.cwnd / self.cfg.common.mss as f64;
         self.round_end = self.send.largest_sent.map(|l| l + 1);
@@ -486,10 +519,37 @@ impl Hybrid {
         self.hs_samples = 0;
     }
 
-    /// Bytes acknowledged over the last round trip: while the link is
-    /// saturated this is `C * RTT`, so `delivered * RTTmin / RTT` is the BDP.
-    fn delivered_per_round(&self) -> f64 {
-        self.last_round_acked.max(self.round_acked) * self.cfg.common.mss as f64
+    /// Bytes acknowledged over the last complete round trip (or more, if
+    /// the current round has already acknowledged more): while the link is
+    /// saturated this is `C * RTT`, so `delivered * RTTmin / RTT` is the
+    /// BDP. `None` until a round that began with the window in use has
+    /// completed: before that (the initial window's first round trip) the
+    /// count is only the few packets acknowledged so far, which says
+    /// nothing about the path.
+    fn delivered_per_round(&self) -> Option<f64> {
+        self.last_round_full
+            .then(|| self.last_round_acked.max(self.round_acked) * self.cfg.common.mss as f64)
+    }
+
+    /// The queueing delay that a loss in slow start must exceed to count as
+    /// a congestion signal while no complete round trip has been measured
+    /// yet (the initial window's round trip): the HyStart++ threshold
+    /// `clamp(RTTmin / 8, 4 ms, 16 ms)`, i.e. the queue slow start tolerates
+    /// anyway before it ends on delay. The initial window leaves as one
+    /// unpaced burst (quiche sends 10 packets back to back), which queues
+    /// itself at the bottleneck: 10 packets of 1 350 bytes take 5.4 ms at
+    /// 20 Mbit/s. Under random loss a loss falls into that round often, and
+    /// treating the burst's own queue as congestion ended slow start at
+    /// random. Once a complete round has been measured this is just
+    /// [`Hybrid::queue_tolerance`], as for any loss: a flow that joins a
+    /// queue held by others must not ignore its overflow losses for longer
+    /// than that first round.
+    pub fn initial_burst_allowance(&self) -> Duration {
+        if self.delivered_per_round().is_some() {
+            return self.queue_tolerance();
+        }
+        let min = self.rtt_min.get().unwrap_or(self.srtt);
+        hystart_threshold(min).max(self.queue_tolerance())
     }
 
     /// Short-term delivery rate (bytes/s) over the last few ACK events
@@ -512,10 +572,12 @@ impl Hybrid {
         if self.slow_start {
             // Slow start overshoots by up to a factor two within the RTT the
             // signal takes to arrive; scale what the path actually delivered
-            // instead of the inflated window.
-            let delivered = self.delivered_per_round();
-            if delivered > 0.0 {
-                target = target.min(delivered * beta);
+            // over the last complete round instead of the inflated window.
+            // Before a complete round there is no such measurement (only
+            // the cwnd is scaled), and a round that delivered less than the
+            // initial window says no more than the initial window did.
+            if let Some(delivered) = self.delivered_per_round() {
+                target = target.min(delivered.max(self.cfg.common.initial_window()) * beta);
             }
         }
         self.cwnd = target.max(self.cfg.common.min_window());
@@ -643,7 +705,18 @@ impl Controller for Hybrid {
         }
 
         if ev.lost.iter().any(|l| self.send.loss_counts(l.pkt_num)) {
-            let beta_delay = self.delay_beta();
+            let mut beta_delay = self.delay_beta();
+            if self.slow_start
+                && beta_delay < 1.0
+                && self
+                    .queueing_delay()
+                    .is_some_and(|q| q <= self.initial_burst_allowance())
+            {
+                // The initial window's own burst explains this queue: the
+                // loss is not a congestion signal (see
+                // initial_burst_allowance).
+                beta_delay = 1.0;
+            }
             // The detector needs a calibrated erasure rate: until the coding
             // layer or ~100 off-peak packets provide one, only the delay rule
             // applies.
@@ -706,9 +779,7 @@ impl Controller for Hybrid {
             // samples) exceeds the previous round's by max(4 ms, RTT/8)
             // (capped at 16 ms), or the last 8 samples exceed RTTmin by as
             // much.
-            let thresh = |base: Duration| {
-                (base / 8).clamp(Duration::from_millis(4), Duration::from_millis(16))
-            };
+            let thresh = hystart_threshold;
             let round_rise = match (self.hs_cur_min, self.hs_last_min) {
                 (Some(cur), Some(last)) if self.hs_samples >= 8 => cur >= last + thresh(last),
                 _ => false,
@@ -733,6 +804,7 @@ impl Controller for Hybrid {
                 if let Some(bdp) = self.bdp_estimate() {
                     let floor = self
                         .delivered_per_round()
+                        .unwrap_or(0.0)
                         .max(self.cfg.common.initial_window());
                     self.cwnd = self.cwnd.min(bdp.max(floor));
                 }
@@ -765,7 +837,7 @@ impl Controller for Hybrid {
 
         if let (Some(end), Some(largest)) = (self.round_end, ev.acked.last().map(|a| a.pkt_num)) {
             if largest >= end {
-                self.end_round();
+                self.end_round(ev.prior_in_flight);
             }
         }
     }

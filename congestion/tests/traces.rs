@@ -739,3 +739,179 @@ fn hybrid_backs_off_when_losses_correlate_with_queue_peaks() {
     d.event(r, &[], ms(40));
     assert!(!d.cc.loss_delay_correlated());
 }
+
+/// A hand-built start that mimics the server qlog of a slow start-up on the
+/// emulated link (20 Mbit/s, 40 ms, 10% loss, 1 350-byte packets). The
+/// handshake gives an RTT sample of 40 ms at an empty queue; at 97 ms the
+/// initial window leaves as one burst of 10 packets, which queues itself at
+/// the bottleneck (0.54 ms per packet), and the ACKs (every second packet)
+/// see 42.2-44.4 ms. Packet 3 of the burst is lost and declared lost when
+/// packets 6 and 7 are acknowledged, with `extra` added to every sample of
+/// the burst (the handshake sample has left the filtered-RTT window by then).
+/// Returns the controller and its window just before that loss.
+fn first_round_loss(extra: Duration) -> (Hybrid, f64) {
+    const MSS: usize = 1350;
+    let common = CommonConfig {
+        mss: MSS,
+        initial_window_packets: 10,
+        min_window_packets: 2,
+        initial_rtt: ms(333),
+    };
+    let mut cc = Hybrid::new(HybridConfig {
+        common,
+        ..Default::default()
+    });
+    let t0 = Instant::now();
+    let us = Duration::from_micros;
+    let mut srtt = ms(40);
+    let mut event = |cc: &mut Hybrid,
+                     at: Duration,
+                     acked: &[(u64, Duration)],
+                     lost: &[u64],
+                     rtt: Duration,
+                     prior: usize| {
+        let acked: Vec<AckedPacket> = acked
+            .iter()
+            .map(|&(pkt_num, sent)| AckedPacket {
+                pkt_num,
+                time_sent: t0 + sent,
+                bytes: MSS,
+            })
+            .collect();
+        let lost: Vec<LostPacket> = lost
+            .iter()
+            .map(|&pkt_num| LostPacket {
+                pkt_num,
+                bytes: MSS,
+            })
+            .collect();
+        srtt = (srtt * 7 + rtt) / 8;
+        let gone = (acked.len() + lost.len()) * MSS;
+        cc.on_congestion_event(&CongestionEvent {
+            now: t0 + at,
+            rtt_updated: true,
+            prior_in_flight: prior,
+            bytes_in_flight: prior - gone,
+            acked: &acked,
+            lost: &lost,
+            least_unacked: 0,
+            rtt: RttEstimates {
+                latest: rtt,
+                smoothed: srtt,
+                min: ms(40),
+                rttvar: ms(5),
+                max_ack_delay: ms(25),
+            },
+        });
+    };
+    // Handshake: one packet, acknowledged after 40 ms.
+    cc.on_packet_sent(t0, 0, 0, MSS, true);
+    event(&mut cc, ms(40), &[(0, ms(0))], &[], ms(40), MSS);
+    assert_eq!(cc.state_str(), "slow_start");
+    // The initial window as one burst at 97 ms.
+    let sent = ms(97);
+    for pkt in 1..=10u64 {
+        cc.on_packet_sent(t0 + sent, (pkt as usize - 1) * MSS, pkt, MSS, true);
+    }
+    let flight = 10 * MSS;
+    let rtt = |q_us: u64| ms(40) + us(q_us) + extra;
+    event(
+        &mut cc,
+        sent + rtt(2200),
+        &[(1, sent), (2, sent)],
+        &[],
+        rtt(2200),
+        flight,
+    );
+    event(
+        &mut cc,
+        sent + rtt(3300),
+        &[(4, sent), (5, sent)],
+        &[],
+        rtt(3300),
+        flight - 3 * MSS,
+    );
+    assert_eq!(cc.state_str(), "slow_start");
+    let before = cc.congestion_window() as f64;
+    event(
+        &mut cc,
+        sent + rtt(4400),
+        &[(6, sent), (7, sent)],
+        &[3],
+        rtt(4400),
+        flight - 5 * MSS,
+    );
+    (cc, before)
+}
+
+/// The initial burst's own queue is not congestion: before the fix this
+/// loss backed off by RTTmin/RTT = 0.95 in slow start and scaled the four
+/// packets acknowledged so far in that incomplete round: 5 118 bytes, below
+/// the 13 500-byte initial window (the qlog: 3 844 bytes after three
+/// packets), and additive increase needed seconds to recover. Now slow
+/// start continues; a real queue (12 ms above RTTmin, beyond the burst
+/// allowance of max(4 ms, RTTmin/8) = 5 ms) in the same round still ends
+/// it with beta = RTTmin/RTT.
+#[test]
+fn hybrid_first_round_loss_in_the_initial_burst_queue_keeps_slow_start() {
+    let (cc, before) = first_round_loss(Duration::ZERO);
+    assert_eq!(cc.queueing_delay(), Some(Duration::from_micros(2200)));
+    assert!(cc.queueing_delay().unwrap() > cc.queue_tolerance());
+    assert_eq!(cc.initial_burst_allowance(), ms(5));
+    assert_eq!(cc.last_beta(), Some(1.0));
+    assert_eq!(cc.stats().ignored_loss_events, 1);
+    assert_eq!(cc.state_str(), "slow_start");
+    assert!(
+        cc.congestion_window() as f64 >= before,
+        "{}",
+        cc.congestion_window()
+    );
+    assert!(cc.congestion_window() >= 10 * 1350);
+
+    let (cc, before) = first_round_loss(ms(10));
+    let beta = 40.0 / 52.2;
+    assert!(
+        (cc.last_beta().unwrap() - beta).abs() < 1e-9,
+        "{:?}",
+        cc.last_beta()
+    );
+    assert_eq!(cc.stats().delay_backoffs, 1);
+    assert_eq!(cc.state_str(), "recovery");
+    // No complete round yet: the window itself is scaled (then the two
+    // acknowledged packets count in congestion avoidance: no increase).
+    let after = cc.congestion_window() as f64;
+    assert!(
+        (after - (before * beta).floor()).abs() <= 1.0,
+        "{before} -> {after}"
+    );
+}
+
+/// The burst allowance only covers the initial window's round trip: once a
+/// complete round has been measured, a loss with the same 2.2 ms of queue
+/// (above the 2 ms tolerance) is a congestion signal again, and the
+/// slow-start backoff scales that round's delivery (never less than the
+/// initial window) rather than the window.
+#[test]
+fn hybrid_burst_allowance_ends_with_the_first_complete_round() {
+    let mut d = hybrid(HybridConfig::default());
+    let r = d.send(10);
+    d.at(ms(40));
+    d.event(r, &[], ms(40)); // round 0 ends (the initial window); cwnd 20
+    let r = d.send(20);
+    d.at(ms(80));
+    d.event(r, &[], ms(40)); // a complete round: 20 packets delivered
+    assert_eq!(d.cwnd_pkts(), 40.0);
+    assert_eq!(d.cc.initial_burst_allowance(), d.cc.queue_tolerance());
+    let r = d.send(2);
+    d.at(ms(170));
+    // Filtered RTT 42.2 ms (the 40 ms samples have left the sRTT window).
+    d.event(r.end..r.end, &[r.start], Duration::from_micros(42_200));
+    let beta = 40.0 / 42.2;
+    assert!((d.cc.last_beta().unwrap() - beta).abs() < 1e-9);
+    assert_eq!(d.cc.state_str(), "recovery");
+    assert!(
+        (d.cwnd_pkts() - 20.0 * beta).abs() < 0.01,
+        "{}",
+        d.cwnd_pkts()
+    );
+}

@@ -14,6 +14,14 @@
 //! latest RTT), RTT estimation as in §5, and a PTO that sends two probes
 //! (three consecutive PTOs call `on_retransmission_timeout`).
 //!
+//! A flow can open like a quiche server ([`FlowSpec::quiche_start`]): a
+//! loss-free handshake round trip gives the first RTT sample at an empty
+//! queue, then the initial window leaves as one unpaced burst (quiche's
+//! pacer sends up to 10 packets back to back when nothing is in flight), so
+//! it queues itself at the bottleneck. [`Simulation::record_delivery`] keeps a
+//! per-flow delivery trace for start-up metrics ([`FlowReport::time_to_rate`],
+//! [`FlowReport::time_to_receive`]).
+//!
 //! Time is an `Instant` base plus `Duration` offsets; nothing depends on the
 //! wall clock, and runs are reproducible from the seed.
 
@@ -133,6 +141,16 @@ pub struct FlowSpec {
     pub coding: Option<CodingModel>,
     /// ACK policy of this flow's receiver.
     pub acks: AckPolicy,
+    /// Packets a paced flow sends back to back when it leaves quiescence
+    /// (nothing in flight, not in recovery), at most the window in packets;
+    /// the remaining ones are dropped at the first loss. quiche's pacer does
+    /// this with 10 (`INITIAL_UNPACED_BURST`), so its initial window leaves
+    /// as one burst. 0 (default): every packet is paced.
+    pub initial_burst: usize,
+    /// Open with a handshake: one loss-free round trip of a single packet
+    /// (acknowledged at once) before any data, which gives the controller a
+    /// first RTT sample at an empty queue, as a QUIC handshake does.
+    pub handshake: bool,
 }
 
 /// When the receiver sends ACKs.
@@ -182,7 +200,18 @@ impl FlowSpec {
             mss: 1200,
             coding: None,
             acks: AckPolicy::every_packet(),
+            initial_burst: 0,
+            handshake: false,
         }
+    }
+
+    /// Start like a quiche server after the handshake: a loss-free handshake
+    /// round trip ([`FlowSpec::handshake`]), then the initial window as one
+    /// unpaced burst of up to 10 packets ([`FlowSpec::initial_burst`]).
+    pub fn quiche_start(mut self) -> Self {
+        self.handshake = true;
+        self.initial_burst = 10;
+        self
     }
 
     /// Use another ACK policy.
@@ -233,6 +262,42 @@ pub struct FlowReport {
     pub rtos: u64,
     /// Mean smoothed RTT over the measurement interval.
     pub mean_srtt: Duration,
+    /// With [`Simulation::record_delivery`]: (time, bytes received since the
+    /// flow started) every 5 ms from time 0 (whole run). Empty otherwise.
+    pub delivery_trace: Vec<(Duration, u64)>,
+}
+
+impl FlowReport {
+    /// The first time (from the start of the run) at which the receive rate
+    /// averaged over the preceding `window` reached `rate_bps`; needs
+    /// [`Simulation::record_delivery`].
+    pub fn time_to_rate(&self, rate_bps: f64, window: Duration) -> Option<Duration> {
+        let tr = &self.delivery_trace;
+        let mut j = 0;
+        for &(t, b) in tr {
+            if t < window {
+                continue;
+            }
+            while tr[j].0 + window < t {
+                j += 1;
+            }
+            let (t0, b0) = tr[j];
+            let span = (t - t0).as_secs_f64();
+            if span > 0.0 && (b - b0) as f64 * 8.0 / span >= rate_bps {
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    /// The time at which `bytes` had been received; needs
+    /// [`Simulation::record_delivery`].
+    pub fn time_to_receive(&self, bytes: u64) -> Option<Duration> {
+        self.delivery_trace
+            .iter()
+            .find(|&&(_, b)| b >= bytes)
+            .map(|&(t, _)| t)
+    }
 }
 
 /// Results of a run.
@@ -363,6 +428,12 @@ struct Flow {
     report: FlowReport,
     cwnd_area: f64,
     srtt_area: f64,
+    /// Bytes received over the whole run.
+    received_total: u64,
+    /// Unpaced packets left (see [`FlowSpec::initial_burst`]).
+    burst_tokens: usize,
+    /// The handshake packet is in flight (see [`FlowSpec::handshake`]).
+    in_handshake: bool,
 }
 
 /// The simulator. Add flows, then [`Simulation::run`].
@@ -383,6 +454,7 @@ pub struct Simulation {
     queue_drops_measured: u64,
     queue_area: f64,
     sample_every: Duration,
+    record_delivery: bool,
 }
 
 impl Simulation {
@@ -404,13 +476,20 @@ impl Simulation {
             queue_drops_measured: 0,
             queue_area: 0.0,
             sample_every: Duration::from_millis(5),
+            record_delivery: false,
         }
+    }
+
+    /// Record each flow's [`FlowReport::delivery_trace`].
+    pub fn record_delivery(&mut self) {
+        self.record_delivery = true;
     }
 
     /// Add a flow; returns its index in the report.
     pub fn add_flow(&mut self, spec: FlowSpec) -> usize {
         let name = spec.name.clone();
         let rtt = spec.rtt;
+        let burst_tokens = spec.initial_burst;
         self.flows.push(Flow {
             spec,
             started: false,
@@ -449,6 +528,9 @@ impl Simulation {
             },
             cwnd_area: 0.0,
             srtt_area: 0.0,
+            received_total: 0,
+            burst_tokens,
+            in_handshake: false,
         });
         self.flows.len() - 1
     }
@@ -486,7 +568,11 @@ impl Simulation {
             match s.ev {
                 Ev::FlowStart(f) => {
                     self.flows[f].started = true;
-                    self.try_send(f);
+                    if self.flows[f].spec.handshake {
+                        self.send_handshake(f);
+                    } else {
+                        self.try_send(f);
+                    }
                 }
                 Ev::SendCheck(f) => {
                     if self.flows[f].send_check_at == Some(self.now) {
@@ -517,6 +603,11 @@ impl Simulation {
     }
 
     fn sample(&mut self) {
+        if self.record_delivery {
+            for f in &mut self.flows {
+                f.report.delivery_trace.push((self.now, f.received_total));
+            }
+        }
         if self.measuring() {
             let dt = self.sample_every.as_secs_f64();
             self.queue_area += self.queue_bytes as f64 * dt;
@@ -575,13 +666,20 @@ impl Simulation {
             return;
         }
         loop {
-            let now_i = self.instant(self.now);
             let f = &mut self.flows[fi];
+            if f.in_handshake {
+                break;
+            }
             let probe = f.probes > 0;
             if !probe && !f.spec.controller.can_send(f.bif) {
                 break;
             }
-            if f.spec.pacing && !probe && f.next_send > self.now {
+            if f.bif == 0 && f.spec.initial_burst > 0 && !f.spec.controller.is_in_recovery() {
+                let cwnd_pkts = f.spec.controller.congestion_window() / f.spec.mss.max(1);
+                f.burst_tokens = f.spec.initial_burst.min(cwnd_pkts);
+            }
+            let burst = f.spec.pacing && !probe && f.burst_tokens > 0;
+            if f.spec.pacing && !probe && !burst && f.next_send > self.now {
                 let at = f.next_send;
                 if f.send_check_at.is_none_or(|t| t > at) {
                     f.send_check_at = Some(at);
@@ -592,46 +690,64 @@ impl Simulation {
             if probe {
                 f.probes -= 1;
             }
-            let pkt = f.next_pkt;
-            f.next_pkt += 1;
-            let bytes = f.spec.mss;
-            f.spec
-                .controller
-                .on_packet_sent(now_i, f.bif, pkt, bytes, true);
-            f.bif += bytes;
-            if f.sent.is_empty() {
-                f.base_pkt = pkt;
+            self.send_packet(fi, burst, false);
+        }
+    }
+
+    /// The handshake round trip (see [`FlowSpec::handshake`]).
+    fn send_handshake(&mut self, fi: usize) {
+        self.flows[fi].in_handshake = true;
+        self.send_packet(fi, false, true);
+    }
+
+    /// Send one packet; `burst`: take it from the unpaced burst;
+    /// `lossless`: exempt from random loss (the handshake).
+    fn send_packet(&mut self, fi: usize, burst: bool, lossless: bool) {
+        let now_i = self.instant(self.now);
+        let f = &mut self.flows[fi];
+        let pkt = f.next_pkt;
+        f.next_pkt += 1;
+        let bytes = f.spec.mss;
+        f.spec
+            .controller
+            .on_packet_sent(now_i, f.bif, pkt, bytes, true);
+        f.bif += bytes;
+        if f.sent.is_empty() {
+            f.base_pkt = pkt;
+        }
+        f.sent.push_back(Some(SentInfo {
+            time_sent: now_i,
+            bytes,
+        }));
+        if f.spec.coding.is_some() {
+            let r = (1.1 * f.loss_ewma + 0.005).min(0.5);
+            f.src_credit += 1.0 - r;
+            if f.src_credit >= 1.0 {
+                f.src_credit -= 1.0;
+                f.src_times.push(now_i);
             }
-            f.sent.push_back(Some(SentInfo {
-                time_sent: now_i,
-                bytes,
-            }));
-            if f.spec.coding.is_some() {
-                let r = (1.1 * f.loss_ewma + 0.005).min(0.5);
-                f.src_credit += 1.0 - r;
-                if f.src_credit >= 1.0 {
-                    f.src_credit -= 1.0;
-                    f.src_times.push(now_i);
-                }
-                f.src_upto.push(f.src_times.len());
+            f.src_upto.push(f.src_times.len());
+        }
+        f.report.sent += 1;
+        if burst {
+            // As quiche's pacer: a burst packet leaves no pacing debt.
+            f.burst_tokens -= 1;
+            f.next_send = self.now;
+        } else if f.spec.pacing {
+            if let Some(rate) = f.spec.controller.pacing_rate(f.bif) {
+                let gap = Duration::from_secs_f64(bytes as f64 / rate.max(1) as f64);
+                f.next_send = f.next_send.max(self.now) + gap;
             }
-            f.report.sent += 1;
-            if f.spec.pacing {
-                if let Some(rate) = f.spec.controller.pacing_rate(f.bif) {
-                    let gap = Duration::from_secs_f64(bytes as f64 / rate.max(1) as f64);
-                    f.next_send = f.next_send.max(self.now) + gap;
-                }
-            }
-            let was_idle = f.bif == bytes;
-            // Random loss before the bottleneck.
-            if self.rng.chance(self.link.fwd_loss) {
-                self.flows[fi].report.random_losses += 1;
-            } else {
-                self.enqueue(fi, pkt, bytes);
-            }
-            if was_idle {
-                self.arm_pto(fi);
-            }
+        }
+        let was_idle = f.bif == bytes;
+        // Random loss before the bottleneck.
+        if !lossless && self.rng.chance(self.link.fwd_loss) {
+            self.flows[fi].report.random_losses += 1;
+        } else {
+            self.enqueue(fi, pkt, bytes);
+        }
+        if was_idle {
+            self.arm_pto(fi);
         }
     }
 
@@ -692,8 +808,12 @@ impl Simulation {
         if measuring {
             f.report.delivered_bytes += bytes as u64;
         }
+        f.received_total += bytes as u64;
         f.recv_unacked += 1;
-        if gap || f.recv_unacked >= f.spec.acks.every.max(1) {
+        if f.in_handshake {
+            // Handshake packets are acknowledged at once (and, here, safely).
+            self.send_ack_maybe_lost(fi, false);
+        } else if gap || f.recv_unacked >= f.spec.acks.every.max(1) {
             self.send_ack(fi);
         } else if !f.ack_timer_armed {
             f.ack_timer_armed = true;
@@ -704,6 +824,10 @@ impl Simulation {
     }
 
     fn send_ack(&mut self, fi: usize) {
+        self.send_ack_maybe_lost(fi, true);
+    }
+
+    fn send_ack_maybe_lost(&mut self, fi: usize, lossy: bool) {
         let f = &mut self.flows[fi];
         f.recv_unacked = 0;
         f.ack_timer_armed = false;
@@ -713,7 +837,7 @@ impl Simulation {
         if !self.link.ack_jitter.is_zero() {
             at += self.link.ack_jitter.mul_f64(self.rng.next_f64());
         }
-        if !self.rng.chance(self.link.rev_loss) {
+        if !(lossy && self.rng.chance(self.link.rev_loss)) {
             self.schedule(
                 at,
                 Ev::AckArrive {
@@ -745,6 +869,8 @@ impl Simulation {
             return;
         }
         let prior = f.bif;
+        // Only the handshake packet was in flight: it is acknowledged.
+        f.in_handshake = false;
         let mut acked = Vec::new();
         let start = f.processed;
         f.processed = count;
@@ -853,6 +979,9 @@ impl Simulation {
             f.loss_ewma += gain * (x - f.loss_ewma);
         }
         f.report.declared_lost += lost.len() as u64;
+        if !lost.is_empty() {
+            f.burst_tokens = 0;
+        }
         if !acked.is_empty() || !lost.is_empty() {
             let least_unacked = f.base_pkt;
             let ev = CongestionEvent {
