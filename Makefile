@@ -23,10 +23,14 @@ release: quiche
 	$(CARGO) build --release --workspace --bins
 
 # quic-go peer for `nc-experiment --compete X,quic-go:cubic`, next to the
-# release binaries' directory: <target>/peers/quic-go-peer.
+# release binaries' directory: <target>/peers/quic-go-peer. The quinn peer
+# (quinn's BBR, a separate cargo project) goes beside it: <target>/peers/quinn-peer.
 PEERS_DIR ?= $(abspath $(or $(CARGO_TARGET_DIR),target))/peers
 peers:
 	cd interop/peers/quic-go && go build -o $(PEERS_DIR)/quic-go-peer .
+	cd interop/peers/quinn && CARGO_TARGET_DIR=$(abspath $(or $(CARGO_TARGET_DIR),target))/peers-build \
+		$(CARGO) build --release --locked
+	mkdir -p $(PEERS_DIR) && cp $(abspath $(or $(CARGO_TARGET_DIR),target))/peers-build/release/quinn-peer $(PEERS_DIR)/quinn-peer
 
 demo: release
 	./target/release/nc-experiment $(DEMO_ARGS)

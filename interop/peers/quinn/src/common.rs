@@ -1,0 +1,316 @@
+//! What the server and the client share: the QUIC transport settings, TLS
+//! with rustls' ring provider, the `/bytes/N` pattern and JSON output.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use quinn::congestion::{BbrConfig, CubicConfig, NewRenoConfig};
+use quinn::{IdleTimeout, TransportConfig, VarInt};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::args::{Cc, Transport};
+
+/// The application protocol.
+pub const ALPN: &[u8] = b"h3";
+
+/// UDP payload size of our own stacks (quiche's `max_send_udp_payload_size`
+/// in qnc-server/qnc-client), used here as quinn's fixed MTU.
+pub const UDP_PAYLOAD: u16 = 1350;
+
+/// Per-stream receive window (bytes): far above the BDP of the emulated
+/// links (20 Mbit/s x 40 ms = 100 kB), like the quic-go peer's 16 MB.
+pub const STREAM_WINDOW: u32 = 16 << 20;
+/// Connection receive window (bytes), like the quic-go peer's 24 MB.
+pub const CONN_WINDOW: u32 = 24 << 20;
+/// Bytes of application writes quinn may hold per connection (quinn's
+/// default is 10 MB; a larger one never limits the sender here).
+pub const SEND_WINDOW: u64 = 32 << 20;
+
+/// Largest `/bytes/N` body (10 GB), as in qnc-server.
+pub const MAX_BYTES: u64 = 10_000_000_000;
+
+/// Socket buffer size asked for (the kernel caps it at net.core.rmem_max /
+/// wmem_max): bursts of a fast sender on loopback overflow the default
+/// ~200 kB receive buffer long before the receiver falls behind for real.
+const SOCKET_BUFFER: usize = 8 << 20;
+
+/// A UDP socket bound to `addr` with enlarged buffers (best effort), for
+/// `quinn::Endpoint::new`.
+pub fn udp_socket(addr: SocketAddr) -> Result<std::net::UdpSocket, String> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
+        .map_err(|e| format!("UDP socket: {e}"))?;
+    let _ = s.set_recv_buffer_size(SOCKET_BUFFER);
+    let _ = s.set_send_buffer_size(SOCKET_BUFFER);
+    s.bind(&addr.into()).map_err(|e| format!("{addr}: {e}"))?;
+    Ok(s.into())
+}
+
+/// A quinn endpoint on `addr` (a server when `server` is given).
+pub fn endpoint(
+    addr: SocketAddr,
+    server: Option<quinn::ServerConfig>,
+) -> Result<quinn::Endpoint, String> {
+    let socket = udp_socket(addr)?;
+    quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        server,
+        socket,
+        Arc::new(quinn::TokioRuntime),
+    )
+    .map_err(|e| format!("{addr}: {e}"))
+}
+
+/// quinn's transport settings for both roles.
+pub fn transport_config(t: &Transport) -> Result<TransportConfig, String> {
+    let mut c = TransportConfig::default();
+    let idle = IdleTimeout::try_from(t.idle_timeout)
+        .map_err(|_| format!("idle timeout {:?} is too large", t.idle_timeout))?;
+    c.max_idle_timeout(Some(idle))
+        .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
+        .receive_window(VarInt::from_u32(CONN_WINDOW))
+        .send_window(SEND_WINDOW)
+        // Fixed 1350-byte datagrams, as our stacks send: no PMTU discovery,
+        // and min_mtu = initial_mtu so that black-hole detection (which
+        // quinn runs even without discovery) never shrinks them to 1200
+        // after a burst of random losses.
+        .initial_mtu(UDP_PAYLOAD)
+        .min_mtu(UDP_PAYLOAD)
+        .mtu_discovery_config(None);
+    match t.cc {
+        Cc::Bbr => {
+            let mut b = BbrConfig::default();
+            if let Some(w) = t.initial_window {
+                b.initial_window(w);
+            }
+            c.congestion_controller_factory(Arc::new(b));
+        }
+        Cc::Cubic => {
+            let mut b = CubicConfig::default();
+            if let Some(w) = t.initial_window {
+                b.initial_window(w);
+            }
+            c.congestion_controller_factory(Arc::new(b));
+        }
+        Cc::NewReno => {
+            let mut b = NewRenoConfig::default();
+            if let Some(w) = t.initial_window {
+                b.initial_window(w);
+            }
+            c.congestion_controller_factory(Arc::new(b));
+        }
+    }
+    Ok(c)
+}
+
+/// rustls with the ring provider (never aws-lc-rs).
+pub fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// A quinn server config for the leaf certificate chain `cert` and key `key`.
+pub fn server_config(
+    cert: &Path,
+    key: &Path,
+    t: &Transport,
+) -> Result<quinn::ServerConfig, String> {
+    let chain = CertificateDer::pem_file_iter(cert)
+        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("{}: {e}", cert.display()))?;
+    if chain.is_empty() {
+        return Err(format!("{}: no certificate", cert.display()));
+    }
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| format!("certificate/key: {e}"))?;
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    tls.max_early_data_size = 0;
+    let crypto =
+        quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(|e| e.to_string())?;
+    let mut sc = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    sc.transport_config(Arc::new(transport_config(t)?));
+    Ok(sc)
+}
+
+/// Where trust anchors come from when the client gets no `--ca`.
+const SYSTEM_ROOTS: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// A quinn client config trusting the certificates in `ca` (or the
+/// system's bundle).
+pub fn client_config(ca: Option<&Path>, t: &Transport) -> Result<quinn::ClientConfig, String> {
+    let path = ca.unwrap_or(Path::new(SYSTEM_ROOTS));
+    let mut roots = rustls::RootCertStore::empty();
+    let certs = CertificateDer::pem_file_iter(path)
+        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let (added, _ignored) = roots.add_parsable_certificates(certs);
+    if added == 0 {
+        return Err(format!("{}: no usable CA certificate", path.display()));
+    }
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    let crypto =
+        quinn::crypto::rustls::QuicClientConfig::try_from(tls).map_err(|e| e.to_string())?;
+    let mut cc = quinn::ClientConfig::new(Arc::new(crypto));
+    cc.transport_config(Arc::new(transport_config(t)?));
+    Ok(cc)
+}
+
+/// Length of one chunk of the pattern handed to the stream.
+const CHUNK: usize = 64 * 1024;
+
+/// The `/bytes/N` body (byte i is `b'a' + i % 26`) as cheap slices of one
+/// shared buffer.
+pub struct Pattern {
+    buf: Bytes,
+}
+
+impl Pattern {
+    pub fn new() -> Pattern {
+        let v: Vec<u8> = (0..CHUNK + 26).map(|i| b'a' + (i % 26) as u8).collect();
+        Pattern {
+            buf: Bytes::from(v),
+        }
+    }
+
+    /// The body bytes [off, off + len) for len <= 64 KiB.
+    pub fn slice(&self, off: u64, len: usize) -> Bytes {
+        debug_assert!(len <= CHUNK);
+        let s = (off % 26) as usize;
+        self.buf.slice(s..s + len)
+    }
+
+    /// Chunks covering a body of `n` bytes, in order.
+    pub fn chunks(&self, n: u64) -> impl Iterator<Item = Bytes> + '_ {
+        (0..n.div_ceil(CHUNK as u64)).map(move |k| {
+            let off = k * CHUNK as u64;
+            self.slice(off, (n - off).min(CHUNK as u64) as usize)
+        })
+    }
+}
+
+/// What to answer for a request path.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Route {
+    /// N bytes of the pattern.
+    Bytes(u64),
+    /// 400 with a reason.
+    BadRequest(&'static str),
+    /// 404.
+    NotFound,
+}
+
+/// Maps a request path to a route, like qnc-server does for `/bytes/N`
+/// (the server has no document root: any other path is 404).
+pub fn route(path: &str) -> Route {
+    let path = path.split(['?', '#']).next().unwrap_or("");
+    if !path.starts_with('/') {
+        return Route::BadRequest("path must start with '/'");
+    }
+    let segs: Vec<&str> = path
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
+    if segs.contains(&"..") {
+        return Route::BadRequest("'..' is not allowed in paths");
+    }
+    match segs.as_slice() {
+        ["bytes", n] => {
+            if n.is_empty() || n.len() > 20 || !n.bytes().all(|b| b.is_ascii_digit()) {
+                return Route::BadRequest("/bytes/<n> needs a decimal count");
+            }
+            match n.parse::<u64>() {
+                Ok(n) if n <= MAX_BYTES => Route::Bytes(n),
+                _ => Route::BadRequest("/bytes/<n> is capped at 10 GB"),
+            }
+        }
+        _ => Route::NotFound,
+    }
+}
+
+/// `s` as a JSON string literal.
+pub fn json_str(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pattern_matches_definition() {
+        let p = Pattern::new();
+        for n in [0u64, 1, 25, 26, 65_536, 65_537, 200_003] {
+            let body: Vec<u8> = p.chunks(n).flat_map(|c| c.to_vec()).collect();
+            assert_eq!(body.len() as u64, n);
+            assert!(body
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| b == b'a' + (i % 26) as u8));
+        }
+    }
+
+    #[test]
+    fn routes() {
+        assert_eq!(route("/bytes/0"), Route::Bytes(0));
+        assert_eq!(route("/bytes/1000000"), Route::Bytes(1_000_000));
+        assert_eq!(route("/bytes/10000000000"), Route::Bytes(MAX_BYTES));
+        assert_eq!(route("//bytes/./7?x=1"), Route::Bytes(7));
+        for bad in [
+            "/bytes/10000000001",
+            "/bytes/-1",
+            "/bytes/1e3",
+            "/bytes/99999999999999999999999",
+            "/bytes/../x",
+            "bytes/1",
+        ] {
+            assert!(matches!(route(bad), Route::BadRequest(_)), "{bad}");
+        }
+        assert_eq!(route("/bytes/"), Route::NotFound);
+        assert_eq!(route("/"), Route::NotFound);
+        assert_eq!(route("/index.html"), Route::NotFound);
+    }
+
+    #[test]
+    fn json_strings() {
+        assert_eq!(json_str("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
+    }
+
+    #[test]
+    fn transport_settings_build() {
+        for cc in [Cc::Bbr, Cc::Cubic, Cc::NewReno] {
+            let t = Transport {
+                cc,
+                initial_window: Some(13_500),
+                ..Transport::default()
+            };
+            transport_config(&t).unwrap();
+        }
+    }
+}
