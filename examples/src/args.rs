@@ -17,8 +17,8 @@ pub const DEFAULT_PACING_SLACK_US: u64 = 1_000;
 /// Transport flags shared by `qnc-server` and `qnc-client`.
 #[derive(Args, Debug, Clone)]
 pub struct TransportArgs {
-    /// Congestion controller: reno, cubic, bbr2 (quiche's) or hybrid,
-    /// hybrid-yield, ctcp, vegas, vegas-nc, aimd (ours).
+    /// Congestion controller: hybrid (ours, the default), hybrid-yield,
+    /// ctcp, vegas, vegas-nc, aimd (ours) or reno, cubic, bbr2 (quiche's).
     #[arg(long, value_name = "NAME", default_value = crate::cc::DEFAULT,
           value_parser = crate::cc::validate)]
     pub cc: String,
@@ -36,12 +36,47 @@ pub struct TransportArgs {
     #[arg(long, value_name = "US", default_value_t = DEFAULT_PACING_SLACK_US,
           value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub pacing_slack_us: u64,
+
+    /// Network coding: `auto` offers it (plain QUIC if the peer does not
+    /// take it up), `off` never uses it.
+    #[arg(long, value_name = "auto|off", default_value = "auto",
+          value_parser = ["auto", "off"])]
+    pub nc: String,
+
+    /// Redundancy policy of the coded direction we send: adaptive,
+    /// fixed:R (R >= 1), ctcp[:N], von, fnc.
+    #[arg(long = "nc-policy", value_name = "POLICY", default_value = "adaptive",
+          value_parser = quic_nc::coding::config::parse_policy)]
+    pub nc_policy: quic_nc::coding::PolicyKind,
+
+    /// Coding mode we send in: systematic (data in clear plus repair) or
+    /// full (every packet a coded combination; falls back to systematic if
+    /// the peer does not support it).
+    #[arg(long = "nc-mode", value_name = "MODE", default_value = "systematic",
+          value_parser = quic_nc::coding::config::parse_mode)]
+    pub nc_mode: quic_nc::coding::Mode,
+
+    /// Largest coding window, in symbols, we accept and offer (1..=4096).
+    #[arg(long = "nc-window", value_name = "N",
+          default_value_t = quic_nc::coding::config::DEFAULT_WINDOW,
+          value_parser = quic_nc::coding::config::parse_window)]
+    pub nc_window: usize,
 }
 
 impl TransportArgs {
     /// The pacing slack as a duration.
     pub fn pacing_slack(&self) -> std::time::Duration {
         std::time::Duration::from_micros(self.pacing_slack_us)
+    }
+
+    /// The coding configuration, or `None` with `--nc off`.
+    pub fn coding(&self) -> Option<quic_nc::CodingConfig> {
+        (self.nc != "off").then(|| quic_nc::CodingConfig {
+            policy: self.nc_policy,
+            mode: self.nc_mode,
+            max_window: self.nc_window,
+            ..quic_nc::CodingConfig::default()
+        })
     }
 }
 
@@ -179,7 +214,9 @@ mod tests {
         assert!(a.stats_json);
 
         let d = ServerArgs::try_parse_from(["qnc-server", "--cert", "c", "--key", "k"]).unwrap();
-        assert_eq!(d.transport.cc, "cubic");
+        assert_eq!(d.transport.cc, "hybrid");
+        assert_eq!(d.transport.nc, "auto");
+        assert!(d.transport.coding().is_some());
         assert_eq!(d.transport.idle_timeout, DEFAULT_IDLE_TIMEOUT_MS);
         assert!(!d.stats_json);
         assert_eq!(d.transport.pacing_slack_us, DEFAULT_PACING_SLACK_US);
@@ -237,7 +274,7 @@ mod tests {
         assert_eq!(a.urls.len(), 2);
         assert_eq!(a.timeout, Some(2.5));
         assert!(a.json);
-        assert_eq!(a.transport.cc, "cubic");
+        assert_eq!(a.transport.cc, "hybrid");
     }
 
     #[test]

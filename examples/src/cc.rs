@@ -9,8 +9,9 @@
 /// Names accepted by [`apply`], in the order they are documented.
 pub const NAMES: &[&str] = quic_nc::cc::NAMES;
 
-/// The controller used when `--cc` is not given.
-pub const DEFAULT: &str = "cubic";
+/// The controller used when `--cc` is not given: our hybrid, which keeps
+/// the pipe full under random loss without building a queue.
+pub const DEFAULT: &str = "hybrid";
 
 /// Configures `config` to use the congestion controller called `name`.
 ///

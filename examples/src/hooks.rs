@@ -2,23 +2,30 @@
 //!
 //! Both loops call [`on_new_connection`] exactly once for every connection,
 //! right after `quiche::accept()` / `quiche::connect()` and after qlog and
-//! key logging were attached, before any packet is processed. The QUIC-NC
-//! extension object is meant to be installed here.
+//! key logging were attached, before any packet is processed.
 
+use crate::args::TransportArgs;
 use crate::Role;
 
-/// Installs per-connection extensions on a fresh connection: our
-/// congestion controller `cc` (if it is one of ours) with its state logged
-/// to the connection's qlog.
+/// Installs the congestion controller named by `--cc` (if it is one of
+/// ours) and the QUIC-NC extension (coding as `--nc*` say, the
+/// controller's and the coding layer's qlog events when `qlog`).
 ///
 /// Returning an error aborts that connection (the server drops it, the
 /// client exits with the message).
 pub fn on_new_connection(
     conn: &mut quiche::Connection,
     role: Role,
-    cc: &str,
-) -> Result<(), String> {
+    t: &TransportArgs,
+    qlog: bool,
+) -> Result<quic_nc::Handle, String> {
     let _ = role;
-    quic_nc::telemetry::install(conn, cc)?;
-    Ok(())
+    quic_nc::install(
+        conn,
+        &quic_nc::Options {
+            cc: t.cc.clone(),
+            coding: t.coding(),
+            qlog,
+        },
+    )
 }

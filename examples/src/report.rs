@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use quic_nc::CodingStats;
 use serde_json::json;
 
 /// The transport counters the tools report, taken from `quiche::Stats`.
@@ -45,7 +46,14 @@ impl Counters {
 }
 
 /// The JSON line `qnc-server --stats-json` prints per closed connection.
-pub fn server_json(scid: &str, peer: &str, c: &Counters, duration: Duration, cc: &str) -> String {
+pub fn server_json(
+    scid: &str,
+    peer: &str,
+    c: &Counters,
+    duration: Duration,
+    cc: &str,
+    nc: &CodingStats,
+) -> String {
     json!({
         "role": "server",
         "scid": scid,
@@ -57,8 +65,29 @@ pub fn server_json(scid: &str, peer: &str, c: &Counters, duration: Duration, cc:
         "lost_bytes": c.lost_bytes,
         "duration_s": duration.as_secs_f64(),
         "cc": cc,
+        "coded": nc.negotiated,
+        "nc": nc.to_json(),
     })
     .to_string()
+}
+
+/// The coding part of a human-readable summary.
+pub fn coding_summary(nc: &CodingStats) -> String {
+    if !nc.negotiated {
+        return "coding not negotiated".into();
+    }
+    format!(
+        "coded ({}, {}): recovered {} packets, peer recovered {}, repair overhead {:.3} \
+         ({} repairs sent), deferrals released {} / timed out {}",
+        nc.mode.unwrap_or("?"),
+        nc.policy,
+        nc.recovered,
+        nc.peer_recovered,
+        nc.repair_overhead(),
+        nc.repairs_sent,
+        nc.released,
+        nc.timed_out,
+    )
 }
 
 /// What the client reports for one connection.
@@ -78,6 +107,8 @@ pub struct ClientReport {
     pub counters: Counters,
     /// Congestion controller name.
     pub cc: String,
+    /// Coding statistics of the connection.
+    pub nc: CodingStats,
 }
 
 impl ClientReport {
@@ -104,6 +135,9 @@ impl ClientReport {
             "packets_lost": self.counters.packets_lost,
             "retrans_bytes": self.counters.retrans_bytes,
             "requests": self.requests,
+            "cc": self.cc,
+            "coded": self.nc.negotiated,
+            "nc": self.nc.to_json(),
         })
         .to_string()
     }
@@ -118,7 +152,7 @@ impl ClientReport {
         format!(
             "{} ({} request{}, status {}): {} bytes in {:.3} s = {:.2} Mbit/s; \
              client sent {} packets, lost {}, retransmitted {} bytes; \
-             received {} packets; rtt {}; cc {}",
+             received {} packets; rtt {}; cc {}; {}",
             self.url,
             self.requests,
             if self.requests == 1 { "" } else { "s" },
@@ -132,6 +166,7 @@ impl ClientReport {
             c.packets_recv,
             rtt,
             self.cc,
+            coding_summary(&self.nc),
         )
     }
 }
@@ -161,6 +196,7 @@ mod tests {
             &counters(),
             Duration::from_millis(1500),
             "cubic",
+            &CodingStats::default(),
         );
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["role"], "server");
@@ -173,6 +209,8 @@ mod tests {
         assert_eq!(v["lost_bytes"], 6);
         assert_eq!(v["duration_s"], 1.5);
         assert_eq!(v["cc"], "cubic");
+        assert_eq!(v["coded"], false);
+        assert!(v["nc"]["sent"]["repairs"].is_u64());
         assert!(!line.contains('\n'));
     }
 
@@ -186,6 +224,7 @@ mod tests {
             requests: 3,
             counters: counters(),
             cc: "reno".into(),
+            nc: CodingStats::default(),
         };
         assert!((r.goodput_mbps() - 4.0).abs() < 1e-9);
         let v: serde_json::Value = serde_json::from_str(&r.json()).unwrap();

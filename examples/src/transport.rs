@@ -119,11 +119,14 @@ mod tests {
     use super::*;
 
     fn targs() -> TransportArgs {
-        TransportArgs {
-            cc: "reno".into(),
-            idle_timeout: 1000,
-            pacing_slack_us: 0,
-        }
+        use clap::Parser;
+        let mut a =
+            crate::args::ServerArgs::parse_from(["qnc-server", "--cert", "c", "--key", "k"])
+                .transport;
+        a.cc = "reno".into();
+        a.idle_timeout = 1000;
+        a.pacing_slack_us = 0;
+        a
     }
 
     #[test]

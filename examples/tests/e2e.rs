@@ -71,7 +71,9 @@ fn downloads_synthetic_and_real_files() {
             .expect("server stats line");
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["role"], "server");
-        assert_eq!(v["cc"], "cubic");
+        assert_eq!(v["cc"], "hybrid", "the default controller");
+        assert_eq!(v["coded"], true, "coding is negotiated by default");
+        assert!(v["nc"]["sent"]["sources"].as_u64().unwrap() > 500);
         assert!(v["bytes_sent"].as_u64().unwrap() > 1_000_000);
         for k in [
             "scid",

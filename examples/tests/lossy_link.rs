@@ -127,10 +127,11 @@ fn dead_link_is_one_error_line() {
 }
 
 /// With one of our controllers, the server's qlog carries its state
-/// (`quic-nc:cc_state`, including the backoff factor after losses) next to
-/// quiche's recovery metrics.
+/// (`nc:cc_state`, including the backoff factor after losses) next to
+/// quiche's recovery metrics, and the coding layer's events.
 #[test]
 fn controller_state_reaches_qlog() {
+    use quic_nc::qlog::names;
     let s = setup("qlog-cc");
     let qdir = s.path("qlog");
     std::fs::create_dir_all(&qdir).unwrap();
@@ -151,12 +152,14 @@ fn controller_state_reaches_qlog() {
         })
         .expect("server qlog");
     let text = std::fs::read_to_string(f).unwrap();
-    let states: Vec<serde_json::Value> = text
+    let events: Vec<serde_json::Value> = text
         .split(['\u{1e}', '\n'])
-        .filter(|l| l.contains("\"quic-nc:cc_state\""))
+        .filter(|l| l.contains("\"nc:"))
         .map(|l| serde_json::from_str(l.trim()).unwrap())
         .collect();
-    assert!(!states.is_empty(), "no quic-nc:cc_state events");
+    let named = |n: &'static str| events.iter().filter(move |e| e["name"] == n);
+    let states: Vec<_> = named(names::CC_STATE).collect();
+    assert!(!states.is_empty(), "no nc:cc_state events");
     assert!(states
         .iter()
         .all(|e| e["data"]["cwnd"].as_u64().unwrap() > 0));
@@ -165,4 +168,19 @@ fn controller_state_reaches_qlog() {
         "{states:?}"
     );
     assert!(text.contains("quic:recovery_metrics_updated"));
+    // The sender's side of the coding layer: at 5% loss over ~800 packets
+    // both ways, sources, repairs, NC_ACKs and deferrals show up, and every
+    // event name is one of the documented ones.
+    for n in [
+        names::PARAMETERS,
+        names::SOURCE_SENT,
+        names::REPAIR_SENT,
+        names::ACK_RECEIVED,
+        names::DEFERRED,
+    ] {
+        assert!(named(n).next().is_some(), "no {n} event");
+    }
+    assert!(events
+        .iter()
+        .all(|e| names::ALL.contains(&e["name"].as_str().unwrap())));
 }

@@ -49,6 +49,14 @@ pub struct Ctx {
     /// yet (index >= `max_seq` and >= `i_q`): missing degrees of freedom
     /// on top of `diff`.
     pub lost_unreported: u64,
+    /// One past the newest of those (`max_seq` if none).
+    pub lost_end: u64,
+    /// Sources sent beyond the peer's report (`>= max_seq`) whose fate is
+    /// not known yet (neither acknowledged nor declared lost).
+    pub sources_inflight: u64,
+    /// Repairs sent after the newest one the peer reports and not declared
+    /// lost: they will still arrive, or be found lost.
+    pub repairs_inflight: u64,
 }
 
 impl Ctx {
@@ -57,7 +65,21 @@ impl Ctx {
     pub fn expected_diff(&self) -> u64 {
         self.diff.saturating_add(self.lost_unreported)
     }
+
+    /// The deficit of degrees of freedom expected at the peer once
+    /// everything in flight has landed: the known missing ones
+    /// ([`Ctx::expected_diff`]), plus `p_src` of the sources in flight,
+    /// less the repairs in flight that arrive (`1 - loss` of them).
+    pub fn expected_deficit(&self, p_src: f64) -> f64 {
+        self.expected_diff() as f64 + p_src * self.sources_inflight as f64
+            - (1.0 - self.loss) * self.repairs_inflight as f64
+    }
 }
+
+/// A busy sender's adaptive policy sends a repair while the known deficit
+/// exceeds what the repairs in flight deliver by at least this much; an
+/// idle one as soon as the expected deficit is positive (tail protection).
+pub const DEFICIT_THRESHOLD: f64 = 0.25;
 
 /// Policy selection (configuration value).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -73,18 +95,37 @@ pub enum PolicyKind {
     Von,
     /// FNC: DIFF / LAST_DIFF, fourth uninterrupted rule, e*N cap.
     Fnc,
-    /// Our default: proactive rate `beta * p/(1-p)` from the loss estimate
-    /// plus DIFF-driven reactive repair with in-flight accounting. `beta`
-    /// trades overhead for delay ([`PolicyKind::ADAPTIVE`] uses 1.25).
+    /// Our default, built on the peer's expected deficit of degrees of
+    /// freedom ([`Ctx::expected_deficit`]): the known missing ones (the
+    /// peer's DIFF and the transport's loss declarations it has not
+    /// reported yet), plus the losses expected among the sources in flight,
+    /// less what the repairs in flight will deliver.
+    ///
+    /// * While the application has data (bulk), a repair is due when the
+    ///   *known* deficit exceeds what the repairs in flight deliver by
+    ///   [`DEFICIT_THRESHOLD`]: every repair answers a loss the sender knows
+    ///   of, so none is wasted (a repair sent blind is wasted whenever no
+    ///   loss happened in the window it covers; at 5% loss that wastes a
+    ///   third of them), and the overhead is what the loss rate needs.
+    /// * When the application has nothing more to send (the tail of a
+    ///   response, or a stream between writes: tail protection), a repair is
+    ///   due as soon as the deficit counting the *expected* losses, at
+    ///   `beta * p` per source in flight, is positive: the last packets
+    ///   need no loss report. In steady state this sends `beta p / (1 - p)`
+    ///   repairs per source; every NC_ACK corrects the estimate.
+    ///
+    /// Known losses are repaired over the window up to the newest of them
+    /// (the peer decodes them without waiting for newer symbols), expected
+    /// ones over the whole window. [`PolicyKind::ADAPTIVE`] uses `beta = 1`.
     Adaptive {
-        /// Proactive over-provisioning factor (>= 0).
+        /// Over-provisioning factor of the expected losses (>= 0).
         beta: f64,
     },
 }
 
 impl PolicyKind {
-    /// The adaptive default (beta = 1.25).
-    pub const ADAPTIVE: PolicyKind = PolicyKind::Adaptive { beta: 1.25 };
+    /// The adaptive default (beta = 1).
+    pub const ADAPTIVE: PolicyKind = PolicyKind::Adaptive { beta: 1.0 };
 
     /// Short name for tables.
     pub fn name(&self) -> String {
@@ -115,8 +156,6 @@ pub(crate) struct Policy {
     t_last: Option<Instant>,
     diff_streak: u32,
     fnc_repairs: u64,
-    // Adaptive
-    inflight: VecDeque<(Instant, u64)>,
 }
 
 impl Policy {
@@ -133,7 +172,6 @@ impl Policy {
             t_last: None,
             diff_streak: 0,
             fnc_repairs: 0,
-            inflight: VecDeque::new(),
         }
     }
 
@@ -157,23 +195,18 @@ impl Policy {
                     self.scope = Scope::Window;
                 }
             }
-            PolicyKind::Adaptive { beta } => {
-                // Proactive part: the expected loss of this symbol itself, so
-                // that in steady state most losses are repaired before the
-                // receiver even reports them.
-                let p = ctx.loss.min(0.5);
-                self.credit += beta * p / (1.0 - p);
-                if self.credit >= 1.0 {
-                    self.scope = Scope::Window;
-                }
-            }
-            PolicyKind::Von | PolicyKind::Fnc => {}
+            // The adaptive policy keeps no credit: the sources in flight
+            // are part of its expected deficit.
+            PolicyKind::Adaptive { .. } | PolicyKind::Von | PolicyKind::Fnc => {}
         }
     }
 
     /// Whether a repair is owed now, and its scope (read-only).
     pub(crate) fn repair_due(&self, ctx: &Ctx, now: Instant) -> Option<Scope> {
         match self.kind {
+            PolicyKind::Adaptive { .. } => {
+                (ctx.expected_deficit(0.0) >= DEFICIT_THRESHOLD).then(|| adaptive_scope(ctx))
+            }
             PolicyKind::Von => {
                 if self.real_gap > self.exp_gap {
                     Some(Scope::Window)
@@ -195,9 +228,10 @@ impl Policy {
     /// Credit toward the next repair, for tail protection: positive when
     /// some redundancy is owed but less than a whole repair. VON keeps no
     /// credit (its gaps and timers repair the tail); 0 there.
-    pub(crate) fn tail_credit(&self) -> f64 {
+    pub(crate) fn tail_credit(&self, ctx: &Ctx) -> f64 {
         match self.kind {
             PolicyKind::Von => 0.0,
+            PolicyKind::Adaptive { beta } => adaptive_deficit(ctx, beta),
             _ => self.credit,
         }
     }
@@ -207,12 +241,6 @@ impl Policy {
     pub(crate) fn on_repair_sent(&mut self, ctx: &Ctx, now: Instant, tail: bool) {
         if tail {
             self.credit = (self.credit - 1.0).max(-1.0);
-            if let PolicyKind::Adaptive { .. } = self.kind {
-                self.inflight.push_back((
-                    now + ctx.srtt + 4 * ctx.rttvar + Duration::from_millis(1),
-                    1,
-                ));
-            }
             if let PolicyKind::Fnc = self.kind {
                 self.fnc_repairs += 1;
             }
@@ -227,13 +255,8 @@ impl Policy {
                 self.fnc_repairs += 1;
                 self.credit = (self.credit - 1.0).max(0.0);
             }
-            PolicyKind::Adaptive { .. } => {
-                self.credit = (self.credit - 1.0).max(0.0);
-                self.inflight.push_back((
-                    now + ctx.srtt + 4 * ctx.rttvar + Duration::from_millis(1),
-                    1,
-                ));
-            }
+            // Its repairs in flight are counted from the sender's state.
+            PolicyKind::Adaptive { .. } => {}
             _ => self.credit = (self.credit - 1.0).max(0.0),
         }
     }
@@ -283,14 +306,7 @@ impl Policy {
                     self.last_diff = diff;
                 }
             }
-            PolicyKind::Adaptive { .. } => {
-                // Reactive part: repairs in flight are those sent less than
-                // RTT + 4 Delta ago; anything DIFF exceeds them by is owed now.
-                while self.inflight.front().is_some_and(|&(t, _)| t <= now) {
-                    self.inflight.pop_front();
-                }
-                self.owe_deficit(ctx, ctx.max_seq);
-            }
+            PolicyKind::Adaptive { .. } => {}
             PolicyKind::CtcpBlock { .. } => {
                 // CTCP: extra coded packets when decoding is stuck (DIFF > 0
                 // and nothing in flight for an RTT).
@@ -311,27 +327,16 @@ impl Policy {
     pub(crate) fn timeout(&self) -> Option<Instant> {
         match self.kind {
             PolicyKind::Von => self.von_timers.front().copied(),
-            PolicyKind::Adaptive { .. } => self.inflight.front().map(|x| x.0),
             _ => None,
         }
     }
 
     pub(crate) fn on_timeout(&mut self, now: Instant) {
-        match self.kind {
-            PolicyKind::Von => {
-                while self.von_timers.front().is_some_and(|&t| t <= now) {
-                    self.von_timers.pop_front();
-                    self.exp_gap = (self.exp_gap - 1).max(0);
-                }
+        if self.kind == PolicyKind::Von {
+            while self.von_timers.front().is_some_and(|&t| t <= now) {
+                self.von_timers.pop_front();
+                self.exp_gap = (self.exp_gap - 1).max(0);
             }
-            PolicyKind::Adaptive { .. } => {
-                // A repair presumed lost: its DoF is owed again if the last
-                // DIFF still needs it (re-evaluated at the next ACK too).
-                while self.inflight.front().is_some_and(|&(t, _)| t <= now) {
-                    self.inflight.pop_front();
-                }
-            }
-            _ => {}
         }
     }
 
@@ -341,44 +346,20 @@ impl Policy {
             PolicyKind::Von if self.von_timers.pop_front().is_some() => {
                 self.exp_gap = (self.exp_gap - 1).max(0);
             }
-            PolicyKind::Adaptive { .. } => {
-                self.inflight.pop_front();
-            }
             _ => {}
         }
     }
 
-    /// Adaptive: re-derive owed repairs after a timeout from the last DIFF.
-    pub(crate) fn after_timeout(&mut self, ctx: &Ctx) {
-        if matches!(self.kind, PolicyKind::Adaptive { .. }) {
-            self.owe_deficit(ctx, ctx.max_seq);
-        }
-    }
-
-    /// Adaptive reactive rule: `owed = DIFF + unreported losses - repairs
-    /// in flight`; if it exceeds the credit, it is owed now over
-    /// `[i_q, end)`.
-    fn owe_deficit(&mut self, ctx: &Ctx, end: u64) {
-        let inflight: u64 = self.inflight.iter().map(|x| x.1).sum();
-        let owed = ctx.expected_diff().saturating_sub(inflight) as f64;
-        // A tail repair's advance (negative credit) is already in flight:
-        // it must not also hold back what the peer reports missing.
-        let credit = self.credit.max(0.0);
-        if owed > credit.floor() {
-            self.credit = owed + credit.fract();
-            self.scope = Scope::UpTo(end);
-        }
-    }
+    /// Hook after a timeout (nothing to re-derive for the current policies:
+    /// the adaptive one reads the sender's state directly).
+    pub(crate) fn after_timeout(&mut self, _ctx: &Ctx) {}
 
     /// The transport declared source `index` lost and the peer has not
     /// reported it yet (`ctx.lost_unreported` already counts it).
     pub(crate) fn on_source_lost(&mut self, ctx: &Ctx, index: u64, now: Instant) {
         match self.kind {
-            PolicyKind::Adaptive { .. } => {
-                // Same rule as on an NC_ACK, with the loss counted ahead of
-                // the peer's report; the repair must reach the lost symbol.
-                self.owe_deficit(ctx, ctx.max_seq.max(index + 1));
-            }
+            // The loss is in ctx.lost_unreported already.
+            PolicyKind::Adaptive { .. } => {}
             PolicyKind::Von => {
                 // RealGap is the (expected) DIFF.
                 self.real_gap = self.real_gap.max(ctx.expected_diff() as i64);
@@ -413,6 +394,25 @@ impl Policy {
     }
 }
 
+/// The adaptive policy's expected deficit: losses expected at `beta` times
+/// the estimated rate.
+fn adaptive_deficit(ctx: &Ctx, beta: f64) -> f64 {
+    ctx.expected_deficit((beta * ctx.loss).min(0.9))
+}
+
+/// Scope of an adaptive repair: while known losses exceed what the repairs
+/// in flight will deliver, the repair combines only up to the newest known
+/// loss (so the peer can decode them without waiting for newer symbols);
+/// otherwise the whole window (it protects the sources in flight).
+fn adaptive_scope(ctx: &Ctx) -> Scope {
+    let known = ctx.expected_diff() as f64;
+    if known > (1.0 - ctx.loss) * ctx.repairs_inflight as f64 {
+        Scope::UpTo(ctx.lost_end.max(ctx.max_seq))
+    } else {
+        Scope::Window
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -431,6 +431,9 @@ mod tests {
             sent_total: 1000,
             repairs_total: 0,
             lost_unreported: 0,
+            lost_end: 20,
+            sources_inflight: 0,
+            repairs_inflight: 0,
         }
     }
 
@@ -517,37 +520,47 @@ mod tests {
     }
 
     #[test]
-    fn adaptive_owes_diff_minus_inflight() {
+    fn adaptive_keeps_the_expected_deficit_at_zero() {
         let t = Instant::now();
-        let mut p = Policy::new(PolicyKind::ADAPTIVE);
+        let p = Policy::new(PolicyKind::ADAPTIVE);
+        // Known losses: DIFF 3, nothing in flight: repair up to them.
         let mut c = ctx(3);
         c.loss = 0.0;
-        p.on_ack(&c, t);
         assert_eq!(p.repair_due(&c, t), Some(Scope::UpTo(20)));
-        for _ in 0..3 {
-            p.on_repair_sent(&c, t, false);
-        }
+        // Three repairs in flight cover them (no loss expected).
+        c.repairs_inflight = 3;
         assert_eq!(p.repair_due(&c, t), None);
-        p.on_ack(&c, t + Duration::from_millis(10));
-        assert_eq!(
-            p.repair_due(&c, t),
-            None,
-            "three repairs in flight cover DIFF = 3"
-        );
-        // They time out unanswered: owed again.
-        let to = p.timeout().unwrap();
-        p.on_timeout(to);
-        p.after_timeout(&c);
-        assert!(p.repair_due(&c, to).is_some());
-        // Proactive part: beta * p / (1 - p) per source.
-        let mut q = Policy::new(PolicyKind::Adaptive { beta: 1.0 });
+        // At 20% loss three repairs deliver 2.4: still 0.6 owed.
+        c.loss = 0.2;
+        assert_eq!(p.repair_due(&c, t), Some(Scope::UpTo(20)));
+        c.repairs_inflight = 4;
+        assert_eq!(p.repair_due(&c, t), None);
+        // A busy sender does not repair losses that may not happen.
         let mut c = ctx(0);
         c.loss = 0.2;
-        for _ in 0..3 {
-            q.on_source_sent(&c);
+        c.sources_inflight = 50;
+        assert_eq!(p.repair_due(&c, t), None);
+        // The tail does: 20% of the sources in flight, one repair per 0.8.
+        c.sources_inflight = 1;
+        assert!(p.tail_credit(&c) > 0.0);
+        c.repairs_inflight = 1;
+        c.sources_inflight = 3;
+        assert!(p.tail_credit(&c) < 0.0, "0.6 - 0.8");
+        c.sources_inflight = 5;
+        assert!(p.tail_credit(&c) > 0.0);
+        // Steady state of the tail rule: the repair rate is p / (1 - p).
+        let mut c = ctx(0);
+        c.loss = 0.1;
+        let (mut sources, mut repairs) = (0u64, 0u64);
+        for _ in 0..10_000 {
+            c.sources_inflight += 1;
+            sources += 1;
+            while p.tail_credit(&c) > 0.0 {
+                c.repairs_inflight += 1;
+                repairs += 1;
+            }
         }
-        assert_eq!(q.repair_due(&c, t), None);
-        q.on_source_sent(&c);
-        assert_eq!(q.repair_due(&c, t), Some(Scope::Window));
+        let rate = repairs as f64 / sources as f64;
+        assert!((rate - 0.1 / 0.9).abs() < 0.001, "{rate}");
     }
 }

@@ -255,6 +255,11 @@ impl NcReceiver {
         self.dec.memory()
     }
 
+    /// An NC_ACK we sent was lost: send a fresh one with the next packet.
+    pub fn ack_lost(&mut self) {
+        self.ack_pending = true;
+    }
+
     /// Whether state changed since the last ACK was produced.
     pub fn wants_ack(&self) -> bool {
         self.ack_pending

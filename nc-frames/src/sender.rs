@@ -164,6 +164,12 @@ pub struct NcSender {
     protected_through: u64,
     /// The newest RTT sample from NC_ACK timing.
     last_rtt_sample: Option<Duration>,
+    /// When `on_timeout` last ran (deadlines up to it are delivered).
+    timer_ran: Option<Instant>,
+    /// Sequence numbers of the extra repairs (not fully coded mode's coded
+    /// new-data frames) whose fate is unknown: sent after the newest one
+    /// the peer reports and not declared lost (oldest first, bounded).
+    repairs_out: VecDeque<u64>,
     stats: SenderStats,
 }
 
@@ -246,6 +252,8 @@ impl NcSender {
             pending_tail: false,
             protected_through: 0,
             last_rtt_sample: None,
+            timer_ran: None,
+            repairs_out: VecDeque::new(),
             stats: SenderStats::default(),
             cfg,
         }
@@ -258,6 +266,10 @@ impl NcSender {
     /// Counters.
     pub fn stats(&self) -> SenderStats {
         self.stats
+    }
+    /// Sequence number the next repair symbol gets.
+    pub fn next_repair_seq(&self) -> u64 {
+        self.repair_seq
     }
     /// Index the next source symbol gets (i_s).
     pub fn next_index(&self) -> u64 {
@@ -318,6 +330,54 @@ impl NcSender {
         self.ctx.rttvar = rttvar;
     }
 
+    /// Bytes to keep free in a packet after the data frames of a new source
+    /// symbol: systematic mode, room for its SOURCE_SYMBOL_ID frame and at
+    /// least the growth from a symbol to a REPAIR frame carrying it, so
+    /// that any repair covering it fits a packet the size of this one;
+    /// fully coded mode, the growth from the data to the coded frame that
+    /// replaces it.
+    pub fn source_reserve(&self) -> usize {
+        let i_s = self.enc.next_index();
+        let repair = repair_header_len(
+            self.repair_seq,
+            self.enc.window_start(),
+            self.cfg.max_window as u64,
+            crate::coeffs::CoefRef::Seeded {
+                repair_key: 0,
+                dt: self.cfg.density,
+            },
+            self.cfg.max_symbol_size + crate::codec::LEN_PREFIX,
+        ) + crate::codec::LEN_PREFIX;
+        match self.cfg.mode {
+            Mode::Systematic => {
+                let tag = crate::frames::FrameRef::SourceSymbolId {
+                    index: i_s,
+                    length: self.cfg.max_symbol_size as u64,
+                }
+                .encoded_len();
+                tag.max(repair)
+            }
+            Mode::FullyCoded => repair,
+        }
+    }
+
+    /// Whether a packet with `capacity` bytes free for data can carry a new
+    /// source symbol: in fully coded mode its coded frame must also fit the
+    /// longest symbol still in the window.
+    pub fn new_data_fits(&self, capacity: usize) -> bool {
+        let reserve = self.source_reserve();
+        match self.cfg.mode {
+            Mode::Systematic => capacity > reserve,
+            Mode::FullyCoded => {
+                let longest = self
+                    .enc
+                    .coded_len(self.enc.window_start(), self.enc.len())
+                    .unwrap_or(0);
+                capacity > reserve && capacity >= reserve - crate::codec::LEN_PREFIX + longest
+            }
+        }
+    }
+
     /// Whether a new source symbol may be sent now: room in the coding
     /// window and below the peer's decoding limit (acked I_p + max_window).
     pub fn can_send_source(&self) -> bool {
@@ -363,11 +423,12 @@ impl NcSender {
     /// be fresh: `refresh_ctx` only recomputes derived fields, so the
     /// stored context is used as is between refreshes).
     fn decide(&self, has_new_data: bool, now: Instant) -> Option<Reason> {
+        let ctx = self.fresh_ctx();
         let can_send = has_new_data && self.can_send_source();
         if self.enc.is_empty() {
             return can_send.then_some(Reason::NewData);
         }
-        if self.policy.repair_due(&self.ctx, now).is_some() {
+        if self.policy.repair_due(&ctx, now).is_some() {
             return Some(Reason::Policy);
         }
         if self.probe_burst > 0 {
@@ -379,8 +440,8 @@ impl NcSender {
         if self.cfg.tail_protection
             && !has_new_data
             && self.unprotected() > 0
-            && self.ctx.loss > 0.0
-            && self.policy.tail_credit() > 0.0
+            && ctx.loss > 0.0
+            && self.policy.tail_credit(&ctx) > 0.0
         {
             return Some(Reason::Tail);
         }
@@ -505,6 +566,10 @@ impl NcSender {
         if coded_new {
             self.stats.coded_new += 1;
         } else {
+            self.repairs_out.push_back(seq);
+            if self.repairs_out.len() > 4 * self.cfg.max_window + 64 {
+                self.repairs_out.pop_front();
+            }
             self.stats.repairs += 1;
             self.stats.repair_bytes += (hdr + len) as u64;
             if tail {
@@ -545,6 +610,13 @@ impl NcSender {
         }
         if ack.repair_seq_end > self.repair_acked_end {
             self.repair_acked_end = ack.repair_seq_end;
+            while self
+                .repairs_out
+                .front()
+                .is_some_and(|&q| q < ack.repair_seq_end)
+            {
+                self.repairs_out.pop_front();
+            }
             while self
                 .repair_times
                 .front()
@@ -631,9 +703,10 @@ impl NcSender {
     }
 
     /// Transport-level loss of the packet carrying source `index`
-    /// (systematic mode; in fully coded mode report the packet's coded
-    /// frame with [`NcSender::on_repair_lost`]). The data must NOT be
-    /// retransmitted as is: the coding layer repairs it.
+    /// (systematic mode; in fully coded mode, of the coded new-data frame
+    /// that brought symbol `index`: other repairs are reported with
+    /// [`NcSender::on_repair_lost`]). The data must NOT be retransmitted as
+    /// is: the coding layer repairs it.
     ///
     /// The loss feeds the loss estimate at once (see
     /// [`NcSender::loss_estimate`]) and, if the peer has not reported the
@@ -676,6 +749,9 @@ impl NcSender {
     pub fn on_repair_lost(&mut self, seq: u64, now: Instant) {
         if seq >= self.repair_seq || self.lost_rep.contains(&seq) {
             return;
+        }
+        if let Ok(k) = self.repairs_out.binary_search(&seq) {
+            self.repairs_out.remove(k);
         }
         self.lost_rep.push_back(seq);
         if seq >= self.cov_rep {
@@ -727,8 +803,12 @@ impl NcSender {
     }
 
     /// Earliest time [`NcSender::on_timeout`] must be called. This includes
-    /// the stall-probe deadline: after `on_timeout` the integration should
-    /// treat the moment as a send opportunity ([`NcSender::poll_transmit`]).
+    /// the stall-probe and NC_WINDOW deadlines: after `on_timeout` the
+    /// integration should treat the moment as a send opportunity
+    /// ([`NcSender::poll_transmit`], [`NcSender::repair_pending`]). A
+    /// deadline that `on_timeout` has already seen pass is not returned
+    /// again while it waits for that opportunity (e.g. a full congestion
+    /// window), so an event loop never spins on it.
     pub fn timeout(&self) -> Option<Instant> {
         let abandon = self.send_times.front().map(|&t| t + self.cfg.abandon_after);
         let probe = if !self.enc.is_empty() {
@@ -739,6 +819,7 @@ impl NcSender {
         [self.policy.timeout(), abandon, self.window_frame_due, probe]
             .into_iter()
             .flatten()
+            .filter(|&d| self.timer_ran.is_none_or(|r| d > r))
             .min()
     }
 
@@ -749,6 +830,7 @@ impl NcSender {
 
     /// Handle expired timers.
     pub fn on_timeout(&mut self, now: Instant) {
+        self.timer_ran = Some(self.timer_ran.map_or(now, |r| r.max(now)));
         self.policy.on_timeout(now);
         self.refresh_ctx();
         self.policy.after_timeout(&self.ctx);
@@ -818,25 +900,44 @@ impl NcSender {
     }
 
     fn refresh_ctx(&mut self) {
-        self.ctx.i_s = self.enc.next_index();
+        self.ctx = self.fresh_ctx();
+    }
+
+    /// The policy context as the sender's state makes it now (a pure
+    /// function of that state, so read-only queries see what a mutating
+    /// call would).
+    fn fresh_ctx(&self) -> Ctx {
+        let mut ctx = self.ctx;
+        ctx.i_s = self.enc.next_index();
         // Sources declared lost that the peer has not reported yet.
-        let (mq, iq) = (self.ctx.max_seq, self.ctx.i_q);
-        self.ctx.lost_unreported = self
-            .lost_src
+        let (mq, iq) = (ctx.max_seq, ctx.i_q);
+        let unreported = self.lost_src.iter().filter(|&&i| i >= mq && i >= iq);
+        ctx.lost_unreported = unreported.clone().count() as u64;
+        ctx.lost_end = unreported.map(|&i| i + 1).max().unwrap_or(mq).max(mq);
+        // Sources beyond the peer's report whose fate is unknown.
+        let from = mq.max(self.times_base) - self.times_base;
+        ctx.sources_inflight = self
+            .acked_clear
             .iter()
-            .filter(|&&i| i >= mq && i >= iq)
+            .zip(&self.lost_clear)
+            .skip(from as usize)
+            .filter(|(a, l)| !**a && !**l)
             .count() as u64;
+        // Extra repairs beyond the newest the peer reports, not found lost.
+        let end = self.repair_acked_end;
+        ctx.repairs_inflight = self.repairs_out.iter().filter(|&&q| q >= end).count() as u64;
         // Loss estimate: the NC_ACK EWMA, raised by the transport losses the
         // NC_ACK counters do not cover yet (the EWMA weighs as a prior of
         // LOSS_PRIOR_PACKETS packets against the uncovered packets sent).
         // Never below the EWMA, and each loss is counted by the fresh part
         // only until an NC_ACK sample covers it, so nothing counts twice.
-        let uncovered = self.ctx.i_s.saturating_sub(self.cov_src)
-            + self.repair_seq.saturating_sub(self.cov_rep);
+        let uncovered =
+            ctx.i_s.saturating_sub(self.cov_src) + self.repair_seq.saturating_sub(self.cov_rep);
         let lost = (self.lost_src.len() + self.lost_rep_uncovered) as f64;
         let fresh =
             (self.loss_ack * LOSS_PRIOR_PACKETS + lost) / (LOSS_PRIOR_PACKETS + uncovered as f64);
-        self.ctx.loss = self.loss_ack.max(fresh).min(0.95);
+        ctx.loss = self.loss_ack.max(fresh).min(0.95);
+        ctx
     }
 
     /// The active policy kind.

@@ -69,7 +69,7 @@ impl Default for SimConfig {
             symbols: 10_000,
             mode: Mode::Systematic,
             policy: PolicyKind::ADAPTIVE,
-            window: 64,
+            window: 256,
             channel: Channel::Bernoulli(0.05),
             one_way: Duration::from_millis(25),
             interval: Duration::from_millis(1),
@@ -91,6 +91,12 @@ pub struct SimResult {
     pub repairs: u64,
     /// repairs / sources.
     pub overhead: f64,
+    /// Of `repairs`: stall probes and tail-protection repairs.
+    pub probes: u64,
+    /// See `probes`.
+    pub tail_repairs: u64,
+    /// The sender's loss estimate at the end.
+    pub loss_estimate: f64,
     /// Mean in-order delivery delay (ms) from first send.
     pub mean_delay_ms: f64,
     /// 99th percentile in-order delivery delay (ms).
@@ -150,11 +156,10 @@ enum Pkt {
     /// A source packet as on the wire: the symbol, then its
     /// SOURCE_SYMBOL_ID frame at offset `tag` (the transport reports
     /// where extension frames start).
-    Source {
-        bytes: Vec<u8>,
-        tag: usize,
-    },
-    Repair(Vec<u8>),
+    Source { bytes: Vec<u8>, tag: usize },
+    /// A REPAIR frame; fully coded mode's coded new-data frames name the
+    /// symbol they carry (their loss is that source's loss).
+    Repair(Vec<u8>, Option<u64>),
 }
 
 /// A source packet: `payload` followed by SOURCE_SYMBOL_ID(index, length).
@@ -243,7 +248,7 @@ pub fn run(cfg: &SimConfig) -> Result<SimResult, String> {
                         decoded_at[index as usize] = Some(now);
                     }
                 }
-                Pkt::Repair(bytes) => {
+                Pkt::Repair(bytes, _) => {
                     let (f, _) = Frame::parse(&bytes).map_err(|e| format!("parse: {e}"))?;
                     rx.on_frame_owned(f, now)
                         .map_err(|e| format!("rx repair: {e}"))?;
@@ -303,10 +308,12 @@ pub fn run(cfg: &SimConfig) -> Result<SimResult, String> {
                 sent_at.push(now);
                 match cfg.mode {
                     Mode::Systematic => Some(source_packet(idx, &p)),
-                    Mode::FullyCoded => tx.write_repair(budget, now).map(|x| Pkt::Repair(x.1)),
+                    Mode::FullyCoded => tx
+                        .write_repair(budget, now)
+                        .map(|x| Pkt::Repair(x.1, Some(idx))),
                 }
             }
-            Some(Transmit::Repair) => tx.write_repair(budget, now).map(|x| Pkt::Repair(x.1)),
+            Some(Transmit::Repair) => tx.write_repair(budget, now).map(|x| Pkt::Repair(x.1, None)),
             None => None,
         };
         res.max_window_seen = res.max_window_seen.max(tx.window_len());
@@ -335,7 +342,11 @@ pub fn run(cfg: &SimConfig) -> Result<SimResult, String> {
             } else if let Some(d) = cfg.loss_detection {
                 let bytes = match &p {
                     Pkt::Source { bytes, tag } => &bytes[*tag..],
-                    Pkt::Repair(b) => b,
+                    Pkt::Repair(_, Some(index)) => {
+                        lossdet.push(now + d, (true, *index));
+                        &[][..]
+                    }
+                    Pkt::Repair(b, None) => b,
                 };
                 match Frame::parse(bytes) {
                     Ok((Frame::SourceSymbolId { index, .. }, _)) => {
@@ -367,6 +378,9 @@ pub fn run(cfg: &SimConfig) -> Result<SimResult, String> {
     res.sources = st.sources;
     res.repairs = st.repairs;
     res.overhead = st.repairs as f64 / st.sources.max(1) as f64;
+    res.probes = st.probes;
+    res.tail_repairs = st.tail_repairs;
+    res.loss_estimate = tx.loss_estimate();
     let mut delays = Vec::with_capacity(n as usize);
     let mut inorder = t0;
     for i in 0..n as usize {

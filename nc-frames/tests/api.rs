@@ -654,3 +654,21 @@ fn work_budget_sheds_repairs_beyond_its_rate() {
     }
     assert!(rx.on_frame(&bad, later).is_err());
 }
+
+#[test]
+fn a_due_probe_does_not_keep_the_timer_in_the_past() {
+    // The stall probe falls due while no packet can be sent (e.g. the
+    // congestion window is full): after on_timeout the deadline must not
+    // be reported again, or the event loop spins; the probe stays pending
+    // for the next send opportunity.
+    let t = Instant::now();
+    let mut tx = NcSender::new(cfg(Mode::Systematic, 4), t);
+    tx.on_source_sent(b"a", t).unwrap();
+    let d = tx.timeout().expect("probe deadline");
+    tx.on_timeout(d);
+    assert!(tx.timeout().is_none_or(|x| x > d), "{:?}", tx.timeout());
+    assert!(tx.repair_pending(false, d));
+    assert_eq!(tx.poll_transmit(false, d), Some(Transmit::Repair));
+    let next = tx.timeout().expect("next probe deadline after a send");
+    assert!(next > d);
+}

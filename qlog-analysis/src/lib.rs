@@ -9,6 +9,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod events;
 pub mod plot;
 
 use serde_json::Value;
@@ -206,7 +207,7 @@ pub struct Summary {
     pub mean_srtt_ms: f64,
     /// Congestion-state transitions logged by quiche.
     pub cc_state_changes: u64,
-    /// `quic-nc:*` events (our controllers and coding layer).
+    /// `nc:*` events (our controllers and coding layer, [`events`]).
     pub quic_nc_events: u64,
     /// Frames of types quiche does not know (extension frames), sent and
     /// received.
@@ -251,7 +252,7 @@ impl Summary {
                 }
                 "quic:packet_received" => s.packets_received += 1,
                 "quic:congestion_state_updated" => s.cc_state_changes += 1,
-                n if n.starts_with("quic-nc:") => s.quic_nc_events += 1,
+                n if n.starts_with(events::PREFIX) => s.quic_nc_events += 1,
                 _ => {}
             }
             if matches!(e.name.as_str(), "quic:packet_sent" | "quic:packet_received") {
@@ -269,7 +270,7 @@ impl Summary {
     /// One human-readable line.
     pub fn line(&self) -> String {
         format!(
-            "{:<6} {:>8.3} s  sent {} pkts / {} B, recv {} pkts, lost {} ({:.2}%), max cwnd {} B, min RTT {:.2} ms, mean sRTT {:.2} ms, cc states {}, quic-nc events {}, ext frames {}",
+            "{:<6} {:>8.3} s  sent {} pkts / {} B, recv {} pkts, lost {} ({:.2}%), max cwnd {} B, min RTT {:.2} ms, mean sRTT {:.2} ms, cc states {}, nc events {}, ext frames {}",
             self.role,
             self.duration_s,
             self.packets_sent,
@@ -323,7 +324,7 @@ mod tests {
         "\u{1e}{\"time\":1.0,\"name\":\"quic:packet_sent\",\"data\":{\"raw\":{\"length\":1200},\"frames\":[{\"frame_type\":\"unknown\",\"frame_type_bytes\":1}]}}\n",
         "\u{1e}{\"time\":2.0,\"name\":\"quic:recovery_metrics_updated\",\"data\":{\"bytes_in_flight\":1200,\"smoothed_rtt\":50.0,\"cf_lost_packets\":{\"total\":3,\"delta\":3}}}\n",
         "\u{1e}{\"time\":3.0,\"name\":\"quic:packet_received\",\"data\":{}}\n",
-        "\u{1e}{\"time\":4.0,\"name\":\"quic-nc:cc_state\",\"data\":{\"cwnd\":27000}}\n",
+        "\u{1e}{\"time\":4.0,\"name\":\"nc:cc_state\",\"data\":{\"cwnd\":27000}}\n",
         "\u{1e}{\"time\":5.0,\"name\":\"quic:packet_sent\",\"data\":{\"raw\":{\"len",
     );
 

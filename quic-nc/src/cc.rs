@@ -11,7 +11,7 @@ use congestion::Algorithm;
 use congestion::CommonConfig;
 use congestion::Controller;
 
-use crate::telemetry::Telemetry;
+use crate::channel::Channel;
 
 /// Every name [`configure`] accepts, quiche's first.
 pub const NAMES: &[&str] = &[
@@ -72,7 +72,7 @@ pub fn configure(config: &mut quiche::Config, name: &str) -> Result<Choice, Stri
 #[derive(Debug, Clone)]
 pub struct Factory {
     algorithm: Algorithm,
-    telemetry: Option<Telemetry>,
+    channel: Option<Channel>,
 }
 
 impl Factory {
@@ -80,15 +80,15 @@ impl Factory {
     pub fn new(algorithm: Algorithm) -> Self {
         Factory {
             algorithm,
-            telemetry: None,
+            channel: None,
         }
     }
 
-    /// Controllers built from now on report their state to `telemetry`
-    /// (use one factory per connection for that, through
-    /// `Connection::set_external_congestion_control`).
-    pub fn with_telemetry(mut self, telemetry: Telemetry) -> Self {
-        self.telemetry = Some(telemetry);
+    /// Controllers built from now on take coding feedback from `channel`
+    /// and report their state to it (use one factory per connection for
+    /// that, through `Connection::set_external_congestion_control`).
+    pub fn with_channel(mut self, channel: Channel) -> Self {
+        self.channel = Some(channel);
         self
     }
 
@@ -111,7 +111,7 @@ impl quiche::cc::CongestionControllerFactory for Factory {
         };
         Box::new(Adapter::with(
             self.algorithm.build(common),
-            self.telemetry.clone(),
+            self.channel.clone(),
         ))
     }
 }
@@ -120,7 +120,7 @@ impl quiche::cc::CongestionControllerFactory for Factory {
 #[derive(Debug)]
 pub struct Adapter {
     inner: Box<dyn Controller>,
-    telemetry: Option<Telemetry>,
+    channel: Option<Channel>,
     last_state: &'static str,
     acked: Vec<congestion::AckedPacket>,
     lost: Vec<congestion::LostPacket>,
@@ -132,10 +132,10 @@ impl Adapter {
         Adapter::with(inner, None)
     }
 
-    fn with(inner: Box<dyn Controller>, telemetry: Option<Telemetry>) -> Self {
+    fn with(inner: Box<dyn Controller>, channel: Option<Channel>) -> Self {
         Adapter {
             inner,
-            telemetry,
+            channel,
             last_state: "",
             acked: Vec::new(),
             lost: Vec::new(),
@@ -196,16 +196,16 @@ impl quiche::cc::CongestionController for Adapter {
             least_unacked: ev.least_unacked,
             rtt: rtt(&ev.rtt),
         };
-        if let Some(t) = &self.telemetry {
-            for f in t.take_feedback() {
+        if let Some(c) = &self.channel {
+            for f in c.take_feedback() {
                 self.inner.on_coding_feedback(ev.now, &f.as_feedback());
             }
         }
         self.inner.on_congestion_event(&event);
-        if let Some(t) = &self.telemetry {
+        if let Some(c) = &self.channel {
             let state = self.inner.state_str();
             if state != self.last_state || !ev.lost.is_empty() {
-                t.record(ev.now, &*self.inner, &event.rtt);
+                c.record_state(ev.now, &*self.inner, &event.rtt);
                 self.last_state = state;
             }
         }

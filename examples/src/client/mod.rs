@@ -63,6 +63,7 @@ struct Client {
     local: SocketAddr,
     peer: SocketAddr,
     conn: quiche::Connection,
+    nc: quic_nc::Handle,
     h3_config: h3::Config,
     h3: Option<h3::Connection>,
     requests: Vec<Request>,
@@ -156,12 +157,13 @@ impl Client {
         let started = Instant::now();
         let mut conn = quiche::connect(server_name, &scid, local, peer, &mut config)
             .map_err(|e| format!("cannot create connection: {e}"))?;
-        on_new_connection(&mut conn, &args.transport.cc)?;
+        let nc = on_new_connection(&mut conn, &args.transport)?;
         Ok(Client {
             socket,
             local,
             peer,
             conn,
+            nc,
             h3_config: h3::Config::new().map_err(|e| format!("h3 config: {e}"))?,
             h3: None,
             requests,
@@ -374,10 +376,17 @@ impl Client {
 }
 
 /// Sets up qlog and key logging, then runs the extension hook.
-fn on_new_connection(conn: &mut quiche::Connection, cc: &str) -> Result<(), String> {
-    if let Err(e) = crate::qlog::attach(conn, Role::Client) {
-        eprintln!("warning: {e}");
-    }
+fn on_new_connection(
+    conn: &mut quiche::Connection,
+    t: &crate::args::TransportArgs,
+) -> Result<quic_nc::Handle, String> {
+    let qlog = match crate::qlog::attach(conn, Role::Client) {
+        Ok(p) => p.is_some(),
+        Err(e) => {
+            eprintln!("warning: {e}");
+            false
+        }
+    };
     crate::keylog::attach(conn)?;
-    crate::hooks::on_new_connection(conn, Role::Client, cc)
+    crate::hooks::on_new_connection(conn, Role::Client, t, qlog)
 }

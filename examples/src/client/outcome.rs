@@ -46,6 +46,7 @@ impl Client {
             requests: self.requests.len(),
             counters: Counters::of(&self.conn),
             cc: args.transport.cc.clone(),
+            nc: self.nc.stats(),
         }
     }
 

@@ -33,6 +33,8 @@ struct Request {
 pub struct ServerConn {
     /// The QUIC connection.
     pub conn: quiche::Connection,
+    /// Its QUIC-NC extension (coding statistics).
+    pub nc: quic_nc::Handle,
     /// Its pacing queue.
     pub pacer: Pacer,
     /// The peer's address.
@@ -51,10 +53,16 @@ pub struct ServerConn {
 
 impl ServerConn {
     /// Wraps a freshly accepted connection; see [`Pacer::with_slack`].
-    pub fn new(conn: quiche::Connection, peer: SocketAddr, pacing_slack: Duration) -> ServerConn {
+    pub fn new(
+        conn: quiche::Connection,
+        nc: quic_nc::Handle,
+        peer: SocketAddr,
+        pacing_slack: Duration,
+    ) -> ServerConn {
         let scid = crate::hex(&conn.source_id());
         ServerConn {
             conn,
+            nc,
             pacer: Pacer::with_slack(pacing_slack),
             peer,
             scid,

@@ -48,7 +48,7 @@ struct Server {
     h3_config: quiche::h3::Config,
     root: PathBuf,
     pattern: Pattern,
-    cc: String,
+    transport: crate::args::TransportArgs,
     stats_json: bool,
     pacing_slack: Duration,
     conns: HashMap<Vec<u8>, ServerConn>,
@@ -87,7 +87,7 @@ pub fn run(args: &ServerArgs, shutdown: &Shutdown) -> Result<(), String> {
         h3_config,
         root: args.root.clone(),
         pattern: Pattern::new(response::CHUNK),
-        cc: args.transport.cc.clone(),
+        transport: args.transport.clone(),
         stats_json: args.stats_json,
         pacing_slack: args.transport.pacing_slack(),
         conns: HashMap::new(),
@@ -187,14 +187,19 @@ impl Server {
         boring::rand::rand_bytes(&mut id).ok()?;
         let scid = quiche::ConnectionId::from_ref(&id);
         let mut conn = quiche::accept(&scid, None, self.local, from, &mut self.config).ok()?;
-        if let Err(e) = on_new_connection(&mut conn, &self.cc) {
-            eprintln!("warning: {e}");
-            return None;
-        }
+        let nc = match on_new_connection(&mut conn, &self.transport) {
+            Ok(h) => h,
+            Err(e) => {
+                eprintln!("warning: {e}");
+                return None;
+            }
+        };
         let key = id.to_vec();
         self.aliases.insert(hdr.dcid.to_vec(), key.clone());
-        self.conns
-            .insert(key.clone(), ServerConn::new(conn, from, self.pacing_slack));
+        self.conns.insert(
+            key.clone(),
+            ServerConn::new(conn, nc, from, self.pacing_slack),
+        );
         Some(key)
     }
 
@@ -238,7 +243,8 @@ impl Server {
                 &c.peer.to_string(),
                 &Counters::of(&c.conn),
                 end.saturating_duration_since(c.started),
-                &self.cc,
+                &self.transport.cc,
+                &c.nc.stats(),
             );
             print_line(&line);
         }
@@ -262,12 +268,19 @@ impl Server {
 }
 
 /// Sets up qlog and key logging, then runs the extension hook.
-fn on_new_connection(conn: &mut quiche::Connection, cc: &str) -> Result<(), String> {
-    if let Err(e) = crate::qlog::attach(conn, Role::Server) {
-        eprintln!("warning: {e}");
-    }
+fn on_new_connection(
+    conn: &mut quiche::Connection,
+    t: &crate::args::TransportArgs,
+) -> Result<quic_nc::Handle, String> {
+    let qlog = match crate::qlog::attach(conn, Role::Server) {
+        Ok(p) => p.is_some(),
+        Err(e) => {
+            eprintln!("warning: {e}");
+            false
+        }
+    };
     crate::keylog::attach(conn)?;
-    crate::hooks::on_new_connection(conn, Role::Server, cc)
+    crate::hooks::on_new_connection(conn, Role::Server, t, qlog)
 }
 
 /// Sends what `c` has to send, honouring pacing.
