@@ -63,6 +63,17 @@ pub struct TransportArgs {
     pub nc_window: usize,
 }
 
+impl ClientArgs {
+    /// The upload requested, if any.
+    pub fn upload_spec(&self) -> Option<crate::upload::UploadSpec> {
+        match (&self.upload, self.upload_bytes) {
+            (Some(f), _) => Some(crate::upload::UploadSpec::File(f.clone())),
+            (None, Some(n)) => Some(crate::upload::UploadSpec::Pattern(n)),
+            (None, None) => None,
+        }
+    }
+}
+
 impl TransportArgs {
     /// The pacing slack as a duration.
     pub fn pacing_slack(&self) -> std::time::Duration {
@@ -153,6 +164,21 @@ pub struct ClientArgs {
     /// Give up after this many seconds overall.
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     pub timeout: Option<f64>,
+
+    /// POST the contents of FILE to every URL; the server answers with the
+    /// body's length and SHA-256, which the client checks.
+    #[arg(long, value_name = "FILE", conflicts_with = "upload_bytes")]
+    pub upload: Option<PathBuf>,
+
+    /// POST N bytes of the synthetic pattern (as served by /bytes/N) to
+    /// every URL, checked like --upload.
+    #[arg(long, value_name = "N")]
+    pub upload_bytes: Option<u64>,
+
+    /// Write the per-chunk delivery delays of a /stream/ response to FILE
+    /// (CSV: chunk, delay_ms).
+    #[arg(long, value_name = "FILE")]
+    pub delay_log: Option<PathBuf>,
 
     /// Transport options.
     #[command(flatten)]
@@ -275,6 +301,27 @@ mod tests {
         assert_eq!(a.timeout, Some(2.5));
         assert!(a.json);
         assert_eq!(a.transport.cc, "hybrid");
+    }
+
+    #[test]
+    fn upload_flags() {
+        let a = ClientArgs::try_parse_from(["qnc-client", "--upload-bytes", "5", "https://h/"])
+            .unwrap();
+        assert_eq!(a.upload_spec(), Some(crate::upload::UploadSpec::Pattern(5)));
+        let a = ClientArgs::try_parse_from(["qnc-client", "--upload", "f", "https://h/"]).unwrap();
+        assert_eq!(
+            a.upload_spec(),
+            Some(crate::upload::UploadSpec::File("f".into()))
+        );
+        assert!(ClientArgs::try_parse_from([
+            "qnc-client",
+            "--upload",
+            "f",
+            "--upload-bytes",
+            "1",
+            "https://h/"
+        ])
+        .is_err());
     }
 
     #[test]

@@ -13,6 +13,8 @@
 //! * [`event_loop`]: timer and poll helpers built on `mio`.
 //! * [`args`], [`url`]: command-line helpers.
 //! * [`route`], [`pattern`]: what the server serves for a request path.
+//! * [`stream`]: the stamped streaming resource and delivery-delay meter.
+//! * [`upload`]: request bodies (`--upload`) and their SHA-256.
 //! * [`report`]: statistics as JSON lines and human-readable summaries.
 //! * [`shutdown`]: SIGINT/SIGTERM handling.
 //! * [`server`], [`client`]: the HTTP/3 server and client loops.
@@ -34,7 +36,9 @@ pub mod report;
 pub mod route;
 pub mod server;
 pub mod shutdown;
+pub mod stream;
 pub mod transport;
+pub mod upload;
 pub mod url;
 
 /// Largest UDP payload the tools receive or send.

@@ -109,14 +109,21 @@ pub struct ClientReport {
     pub cc: String,
     /// Coding statistics of the connection.
     pub nc: CodingStats,
+    /// Request body bytes uploaded (POST) over all requests.
+    pub uploaded: u64,
+    /// SHA-256 of the upload, as the server confirmed it.
+    pub upload_sha256: Option<String>,
+    /// Delivery delay of the stream response(s), if any.
+    pub delivery: Option<crate::stream::DelaySummary>,
 }
 
 impl ClientReport {
-    /// Body goodput in Mbit/s.
+    /// Body goodput in Mbit/s: response and upload bytes over the
+    /// connection's duration.
     pub fn goodput_mbps(&self) -> f64 {
         let secs = self.duration.as_secs_f64();
         if secs > 0.0 {
-            self.bytes as f64 * 8.0 / secs / 1e6
+            (self.bytes + self.uploaded) as f64 * 8.0 / secs / 1e6
         } else {
             0.0
         }
@@ -138,6 +145,9 @@ impl ClientReport {
             "cc": self.cc,
             "coded": self.nc.negotiated,
             "nc": self.nc.to_json(),
+            "uploaded": self.uploaded,
+            "upload_sha256": self.upload_sha256,
+            "delivery": self.delivery.map(|d| d.to_json()),
         })
         .to_string()
     }
@@ -167,7 +177,29 @@ impl ClientReport {
             rtt,
             self.cc,
             coding_summary(&self.nc),
-        )
+        ) + &self.extras()
+    }
+
+    /// Upload and delivery-delay parts of the summary line.
+    fn extras(&self) -> String {
+        let mut s = String::new();
+        if self.uploaded > 0 || self.upload_sha256.is_some() {
+            s += &format!(
+                "; uploaded {} bytes, sha256 {}",
+                self.uploaded,
+                match &self.upload_sha256 {
+                    Some(h) => format!("{} (confirmed by the server)", &h[..h.len().min(16)]),
+                    None => "not confirmed".into(),
+                }
+            );
+        }
+        if let Some(d) = &self.delivery {
+            s += &format!(
+                "; delivery delay of {} chunks: mean {:.1} ms, p50 {:.1}, p95 {:.1}, p99 {:.1}, max {:.1}",
+                d.chunks, d.mean_ms, d.p50_ms, d.p95_ms, d.p99_ms, d.max_ms
+            );
+        }
+        s
     }
 }
 
@@ -225,6 +257,9 @@ mod tests {
             counters: counters(),
             cc: "reno".into(),
             nc: CodingStats::default(),
+            uploaded: 0,
+            upload_sha256: None,
+            delivery: None,
         };
         assert!((r.goodput_mbps() - 4.0).abs() < 1e-9);
         let v: serde_json::Value = serde_json::from_str(&r.json()).unwrap();

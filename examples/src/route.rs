@@ -16,6 +16,9 @@ pub enum Route {
     File(PathBuf, u64),
     /// `n` bytes of the synthetic pattern.
     Bytes(u64),
+    /// `/stream/<rate>/<duration>`: stamped chunks at a constant rate
+    /// ([`crate::stream`]).
+    Stream(crate::stream::Schedule),
     /// Nothing there (404).
     NotFound,
     /// Malformed or forbidden path (400), with a short reason.
@@ -41,6 +44,17 @@ pub fn resolve(root: &Path, raw: &str) -> Route {
         .collect();
     if segments.contains(&"..") {
         return Route::BadRequest("'..' is not allowed in paths");
+    }
+    if let ["stream", rate, duration] = segments.as_slice() {
+        return match (
+            crate::stream::parse_rate(rate),
+            crate::stream::parse_duration(duration),
+        ) {
+            (Some(r), Some(d)) => Route::Stream(crate::stream::Schedule::new(r, d)),
+            _ => Route::BadRequest(
+                "/stream/<rate>/<duration> needs a rate like 8mbit and a duration like 20s",
+            ),
+        };
     }
     if let ["bytes", n] = segments.as_slice() {
         return match parse_count(n) {
@@ -138,6 +152,18 @@ mod tests {
         assert!(matches!(resolve(&r, "relative"), Route::BadRequest(_)));
         assert!(matches!(resolve(&r, "/%zz"), Route::BadRequest(_)));
         assert!(matches!(resolve(&r, "/%4"), Route::BadRequest(_)));
+    }
+
+    #[test]
+    fn streams() {
+        let r = root();
+        match resolve(&r, "/stream/8mbit/20s") {
+            Route::Stream(s) => assert_eq!(s.chunks, 16_667),
+            other => panic!("{other:?}"),
+        }
+        for p in ["/stream/8mbit", "/stream/x/20s", "/stream/8mbit/20"] {
+            assert!(!matches!(resolve(&r, p), Route::Stream(_)), "{p}");
+        }
     }
 
     #[test]

@@ -168,8 +168,9 @@ pub struct NcSender {
     timer_ran: Option<Instant>,
     /// Sequence numbers of the extra repairs (not fully coded mode's coded
     /// new-data frames) whose fate is unknown: sent after the newest one
-    /// the peer reports and not declared lost (oldest first, bounded).
-    repairs_out: VecDeque<u64>,
+    /// the peer reports and not declared lost (oldest first, bounded), and
+    /// whether each was a tail-protection repair.
+    repairs_out: VecDeque<(u64, bool)>,
     stats: SenderStats,
 }
 
@@ -437,11 +438,11 @@ impl NcSender {
         if can_send {
             return Some(Reason::NewData);
         }
+        let unprotected = self.unprotected();
         if self.cfg.tail_protection
             && !has_new_data
-            && self.unprotected() > 0
-            && ctx.loss > 0.0
-            && self.policy.tail_credit(&ctx) > 0.0
+            && unprotected > 0
+            && self.policy.tail_due(&ctx, unprotected)
         {
             return Some(Reason::Tail);
         }
@@ -566,7 +567,7 @@ impl NcSender {
         if coded_new {
             self.stats.coded_new += 1;
         } else {
-            self.repairs_out.push_back(seq);
+            self.repairs_out.push_back((seq, tail));
             if self.repairs_out.len() > 4 * self.cfg.max_window + 64 {
                 self.repairs_out.pop_front();
             }
@@ -613,7 +614,7 @@ impl NcSender {
             while self
                 .repairs_out
                 .front()
-                .is_some_and(|&q| q < ack.repair_seq_end)
+                .is_some_and(|r| r.0 < ack.repair_seq_end)
             {
                 self.repairs_out.pop_front();
             }
@@ -750,7 +751,7 @@ impl NcSender {
         if seq >= self.repair_seq || self.lost_rep.contains(&seq) {
             return;
         }
-        if let Ok(k) = self.repairs_out.binary_search(&seq) {
+        if let Ok(k) = self.repairs_out.binary_search_by_key(&seq, |r| r.0) {
             self.repairs_out.remove(k);
         }
         self.lost_rep.push_back(seq);
@@ -925,7 +926,9 @@ impl NcSender {
             .count() as u64;
         // Extra repairs beyond the newest the peer reports, not found lost.
         let end = self.repair_acked_end;
-        ctx.repairs_inflight = self.repairs_out.iter().filter(|&&q| q >= end).count() as u64;
+        let out = self.repairs_out.iter().filter(|r| r.0 >= end);
+        ctx.repairs_inflight = out.clone().count() as u64;
+        ctx.tail_inflight = out.filter(|r| r.1).count() as u64;
         // Loss estimate: the NC_ACK EWMA, raised by the transport losses the
         // NC_ACK counters do not cover yet (the EWMA weighs as a prior of
         // LOSS_PRIOR_PACKETS packets against the uncovered packets sent).

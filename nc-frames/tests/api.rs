@@ -197,9 +197,12 @@ fn send_sources(tx: &mut NcSender, n: usize, t: Instant) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// A sender whose repairs come from `policy` alone (no tail protection:
+/// these tests poll with no new data to isolate the policies' rules).
 fn policy_cfg(policy: PolicyKind) -> SenderConfig {
     SenderConfig {
         policy,
+        tail_protection: false,
         ..cfg(Mode::Systematic, 16)
     }
 }

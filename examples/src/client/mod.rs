@@ -93,6 +93,13 @@ pub fn run(args: &ClientArgs, shutdown: &Shutdown) -> Outcome {
         return Outcome::failed(e);
     }
     client.progress.finish();
+    if let Some(path) = &args.delay_log {
+        if let Some(m) = client.requests.iter().find_map(|r| r.delivery.as_ref()) {
+            if let Err(e) = std::fs::write(path, m.csv()) {
+                return Outcome::failed(format!("cannot write {}: {e}", path.display()));
+            }
+        }
+    }
     client.outcome(args)
 }
 
@@ -127,12 +134,19 @@ impl Client {
             }
             None => vec![None; urls.len()],
         };
+        let upload = args.upload_spec();
         let requests: Vec<Request> = urls
             .iter()
             .cloned()
             .zip(saves)
-            .map(|(u, s)| Request::new(u, s))
-            .collect();
+            .map(|(u, s)| {
+                let r = Request::new(u, s);
+                match &upload {
+                    Some(spec) => spec.open().map(|b| r.with_upload(b)),
+                    None => Ok(r),
+                }
+            })
+            .collect::<Result<_, _>>()?;
 
         let peer = first.resolve()?;
         let bind = crate::args::wildcard_for(&peer);
@@ -321,7 +335,8 @@ impl Client {
         };
         while self.next_request < self.requests.len() {
             let req = &mut self.requests[self.next_request];
-            match h3c.send_request(&mut self.conn, &req.headers(), true) {
+            let fin = !req.body_pending();
+            match h3c.send_request(&mut self.conn, &req.headers(), fin) {
                 Ok(sid) => {
                     req.stream_id = Some(sid);
                     self.by_stream.insert(sid, self.next_request);
@@ -331,6 +346,11 @@ impl Client {
                 | Err(h3::Error::Done)
                 | Err(h3::Error::TransportError(quiche::Error::StreamLimit)) => break,
                 Err(e) => return Err(format!("GET {}: cannot send request: {e}", req.url.text)),
+            }
+        }
+        for req in self.requests[..self.next_request].iter_mut() {
+            if req.body_pending() {
+                req.pump_upload(h3c, &mut self.conn)?;
             }
         }
         let buf = &mut self.body_buf;

@@ -47,6 +47,22 @@ impl Client {
             counters: Counters::of(&self.conn),
             cc: args.transport.cc.clone(),
             nc: self.nc.stats(),
+            uploaded: self
+                .requests
+                .iter()
+                .filter_map(|r| r.upload.as_ref())
+                .map(|b| b.sent())
+                .sum(),
+            upload_sha256: self
+                .requests
+                .iter()
+                .find(|r| r.upload.is_some())
+                .and_then(|r| r.receipt.clone()),
+            delivery: self
+                .requests
+                .iter()
+                .find_map(|r| r.delivery.as_ref())
+                .map(|m| m.summary()),
         }
     }
 

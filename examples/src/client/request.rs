@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use quiche::h3::{self, NameValue};
 
+use crate::stream::{DelayMeter, CHUNK_HEADER};
+use crate::upload::Body;
 use crate::url::Url;
 
 /// State of one request.
@@ -26,6 +28,12 @@ pub struct Request {
     pub done: bool,
     /// Set when the stream was reset or the body failed.
     pub failure: Option<String>,
+    /// The request body being uploaded (POST), if any.
+    pub upload: Option<Body>,
+    /// The server's receipt of the upload (`x-sha256`).
+    pub receipt: Option<String>,
+    /// Delivery-delay meter of a stream response (`x-chunk-size`).
+    pub delivery: Option<DelayMeter>,
     /// Where to save the body; the file is created with the first byte
     /// (or at the end, for an empty body) so failed runs leave no files.
     save_as: Option<PathBuf>,
@@ -43,9 +51,23 @@ impl Request {
             bytes: 0,
             done: false,
             failure: None,
+            upload: None,
+            receipt: None,
+            delivery: None,
             save_as,
             writer: None,
         }
+    }
+
+    /// The same request with `body` as its upload (sent as a POST).
+    pub fn with_upload(mut self, body: Body) -> Request {
+        self.upload = Some(body);
+        self
+    }
+
+    /// Whether the request has a body still to send.
+    pub fn body_pending(&self) -> bool {
+        self.upload.as_ref().is_some_and(|b| b.sent() < b.len())
     }
 
     /// The open output file, created on first use.
@@ -67,13 +89,50 @@ impl Request {
 
     /// The request headers.
     pub fn headers(&self) -> Vec<h3::Header> {
-        vec![
-            h3::Header::new(b":method", b"GET"),
+        let method: &[u8] = if self.upload.is_some() {
+            b"POST"
+        } else {
+            b"GET"
+        };
+        let mut h = vec![
+            h3::Header::new(b":method", method),
             h3::Header::new(b":scheme", b"https"),
             h3::Header::new(b":authority", self.url.authority.as_bytes()),
             h3::Header::new(b":path", self.url.path.as_bytes()),
             h3::Header::new(b"user-agent", b"qnc-client"),
-        ]
+        ];
+        if let Some(b) = &self.upload {
+            h.push(h3::Header::new(
+                b"content-length",
+                b.len().to_string().as_bytes(),
+            ));
+        }
+        h
+    }
+
+    /// Sends as much of the upload body as quiche takes.
+    pub fn pump_upload(
+        &mut self,
+        h3c: &mut h3::Connection,
+        conn: &mut quiche::Connection,
+    ) -> Result<(), String> {
+        let (Some(sid), Some(body)) = (self.stream_id, self.upload.as_mut()) else {
+            return Ok(());
+        };
+        loop {
+            let (sent, len) = (body.sent(), body.len());
+            if sent >= len {
+                return Ok(());
+            }
+            let chunk = body.peek()?;
+            let fin = sent + chunk.len() as u64 == len;
+            match h3c.send_body(conn, sid, chunk, fin) {
+                Ok(0) => return Ok(()),
+                Ok(n) => body.consume(n),
+                Err(h3::Error::Done) | Err(h3::Error::StreamBlocked) => return Ok(()),
+                Err(e) => return Err(format!("POST {}: cannot send body: {e}", self.url.text)),
+            }
+        }
     }
 
     /// Records the response headers.
@@ -83,6 +142,8 @@ impl Request {
             match h.name() {
                 b":status" => self.status = v.and_then(|v| v.parse().ok()),
                 b"content-length" => self.content_length = v.and_then(|v| v.parse().ok()),
+                b"x-sha256" => self.receipt = v.map(str::to_string),
+                n if n == CHUNK_HEADER.as_bytes() => self.delivery = Some(DelayMeter::new()),
                 _ => (),
             }
         }
@@ -94,6 +155,9 @@ impl Request {
     /// Consumes a chunk of body.
     pub fn on_body(&mut self, data: &[u8]) -> Result<(), String> {
         self.bytes += data.len() as u64;
+        if let Some(m) = self.delivery.as_mut() {
+            m.on_body(data);
+        }
         let res = match self.writer()? {
             Some(w) => w.write_all(data),
             None => Ok(()),
@@ -110,12 +174,28 @@ impl Request {
         };
         res.map_err(|e| self.write_error(e))?;
         match self.content_length {
-            Some(n) if n != self.bytes => Err(format!(
-                "GET {}: body has {} bytes, content-length said {n}",
-                self.url.text, self.bytes
-            )),
-            _ => Ok(()),
+            Some(n) if n != self.bytes => {
+                return Err(format!(
+                    "GET {}: body has {} bytes, content-length said {n}",
+                    self.url.text, self.bytes
+                ))
+            }
+            _ => (),
         }
+        if let Some(b) = &self.upload {
+            let sent = b.digest().unwrap_or("?");
+            match self.receipt.as_deref() {
+                Some(r) if r == sent => (),
+                Some(r) if self.status == Some(200) => {
+                    return Err(format!(
+                        "POST {}: the server received a different body (sha256 {r}, sent {sent})",
+                        self.url.text
+                    ))
+                }
+                _ => (),
+            }
+        }
+        Ok(())
     }
 }
 

@@ -20,13 +20,21 @@ const H3_INTERNAL_ERROR: u64 = 0x102;
 
 /// A request stream: what has arrived so far and the response, once
 /// started.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Request {
     method: Option<String>,
     path: Option<String>,
     headers_seen: bool,
     finished: bool,
+    /// The body of an upload (POST/PUT) as it arrives: bytes and SHA-256.
+    upload: Option<(u64, boring::sha::Sha256)>,
     response: Option<Response>,
+}
+
+impl Request {
+    fn is_upload(&self) -> bool {
+        matches!(self.method.as_deref(), Some("POST") | Some("PUT"))
+    }
 }
 
 /// Everything the server keeps per connection.
@@ -118,16 +126,26 @@ impl ServerConn {
                         r.headers_seen = true;
                         r.method = header(&list, ":method").map(str::to_string);
                         r.path = header(&list, ":path").map(str::to_string);
+                        if r.is_upload() {
+                            r.upload = Some((0, boring::sha::Sha256::new()));
+                        }
                     }
                     if !more_frames {
                         r.finished = true;
                     }
                 }
                 Ok((sid, h3::Event::Data)) => {
-                    // Request bodies are not used: read and drop them.
+                    // Upload bodies are hashed and counted; other request
+                    // bodies are read and dropped.
+                    let upload = self.requests.get_mut(&sid).and_then(|r| r.upload.as_mut());
+                    let mut upload = upload;
                     while let Ok(n) = h3c.recv_body(&mut self.conn, sid, &mut scratch) {
                         if n == 0 {
                             break;
+                        }
+                        if let Some((bytes, sha)) = upload.as_mut() {
+                            *bytes += n as u64;
+                            sha.update(&scratch[..n]);
                         }
                     }
                 }
@@ -148,6 +166,10 @@ impl ServerConn {
         // Answer only once the whole request (headers and FIN) is in.
         for r in self.requests.values_mut() {
             if r.response.is_none() && r.headers_seen && r.finished {
+                if let Some((bytes, sha)) = r.upload.take() {
+                    r.response = Some(Response::upload_receipt(bytes, &crate::hex(&sha.finish())));
+                    continue;
+                }
                 let method = r.method.as_deref().unwrap_or("");
                 r.response = Some(match r.path.as_deref() {
                     Some(p) => Response::for_route(route::resolve(root, p), method),
@@ -155,6 +177,14 @@ impl ServerConn {
                 });
             }
         }
+    }
+
+    /// When a response next has data to write (a stream's next chunk).
+    pub fn next_due(&self) -> Option<std::time::Instant> {
+        self.requests
+            .values()
+            .filter_map(|r| r.response.as_ref()?.next_due())
+            .min()
     }
 
     fn push_responses(&mut self, pattern: &Pattern) {

@@ -112,6 +112,7 @@ pub fn run(args: &ServerArgs, shutdown: &Shutdown) -> Result<(), String> {
 impl Server {
     fn next_deadline(&self) -> Option<Instant> {
         self.conns.values().fold(None, |d, c| {
+            let d = earliest(d, c.next_due());
             earliest(earliest(d, c.conn.timeout_instant()), c.pacer.deadline())
         })
     }

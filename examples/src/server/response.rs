@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::Read;
+use std::time::Instant;
 
 use quiche::h3::{self, NameValue};
 
@@ -26,6 +27,15 @@ enum Body {
         start: usize,
         end: usize,
     },
+    /// Stamped chunks on a schedule ([`crate::stream`]); `next` is the next
+    /// chunk to write, `written` how much of the current one quiche took.
+    Stream {
+        schedule: crate::stream::Schedule,
+        started: Option<Instant>,
+        next: u64,
+        chunk: Box<[u8; crate::stream::CHUNK]>,
+        written: usize,
+    },
 }
 
 /// Progress of [`Response::pump`].
@@ -45,16 +55,29 @@ pub struct Response {
     sent: u64,
     headers_sent: bool,
     body: Body,
+    extra: Vec<(String, String)>,
 }
 
 impl Response {
-    /// The response for `route`, answering a request with `method`.
+    /// The response for `route`, answering a request with `method`
+    /// (uploads are answered by [`Response::upload_receipt`]).
     pub fn for_route(route: Route, method: &str) -> Response {
         if method != "GET" {
-            return Response::text(405, "only GET is supported\n");
+            return Response::text(405, "only GET, POST and PUT are supported\n");
         }
         match route {
             Route::Bytes(n) => Response::new(200, n, Body::Pattern),
+            Route::Stream(schedule) => Response::new(
+                200,
+                schedule.len(),
+                Body::Stream {
+                    schedule,
+                    started: None,
+                    next: 0,
+                    chunk: Box::new([0u8; crate::stream::CHUNK]),
+                    written: 0,
+                },
+            ),
             Route::File(path, len) => match File::open(&path) {
                 Ok(file) => Response::new(
                     200,
@@ -70,6 +93,31 @@ impl Response {
             },
             Route::NotFound => Response::text(404, "not found\n"),
             Route::BadRequest(why) => Response::text(400, &format!("bad request: {why}\n")),
+        }
+    }
+
+    /// The answer to an upload (POST or PUT): the body's length and
+    /// SHA-256, in the body and in `x-bytes` / `x-sha256` headers.
+    pub fn upload_receipt(bytes: u64, sha256: &str) -> Response {
+        let mut r = Response::text(200, &format!("bytes {bytes}\nsha256 {sha256}\n"));
+        r.extra = vec![
+            ("x-bytes".into(), bytes.to_string()),
+            ("x-sha256".into(), sha256.to_string()),
+        ];
+        r
+    }
+
+    /// When the body next has data to hand over (a stream's next chunk).
+    pub fn next_due(&self) -> Option<Instant> {
+        match &self.body {
+            Body::Stream {
+                schedule,
+                started: Some(t0),
+                next,
+                written: 0,
+                ..
+            } if *next < schedule.chunks => Some(*t0 + schedule.interval.mul_f64(*next as f64)),
+            _ => None,
         }
     }
 
@@ -89,6 +137,7 @@ impl Response {
             sent: 0,
             headers_sent: false,
             body,
+            extra: Vec::new(),
         }
     }
 
@@ -102,12 +151,22 @@ impl Response {
             Body::Static(_) => "text/plain",
             _ => "application/octet-stream",
         };
-        vec![
+        let mut h = vec![
             h3::Header::new(b":status", self.status.to_string().as_bytes()),
             h3::Header::new(b"server", b"qnc-server"),
             h3::Header::new(b"content-type", ctype.as_bytes()),
             h3::Header::new(b"content-length", self.length.to_string().as_bytes()),
-        ]
+        ];
+        if let Body::Stream { .. } = self.body {
+            h.push(h3::Header::new(
+                crate::stream::CHUNK_HEADER.as_bytes(),
+                crate::stream::CHUNK.to_string().as_bytes(),
+            ));
+        }
+        for (k, v) in &self.extra {
+            h.push(h3::Header::new(k.as_bytes(), v.as_bytes()));
+        }
+        h
     }
 
     /// Hands as much of the response to quiche as it accepts.
@@ -134,8 +193,15 @@ impl Response {
         }
         while self.sent < self.length {
             let remaining = self.length - self.sent;
+            if let Body::Stream { .. } = self.body {
+                match self.pump_stream(h3c, conn, stream_id)? {
+                    Some(p) => return Ok(p),
+                    None => continue,
+                }
+            }
             let written = {
                 let chunk: &[u8] = match &mut self.body {
+                    Body::Stream { .. } => unreachable!("handled above"),
                     Body::Static(data) => {
                         let start = usize::try_from(self.sent).unwrap_or(usize::MAX);
                         data.get(start..).unwrap_or(&[])
@@ -179,6 +245,52 @@ impl Response {
     }
 }
 
+impl Response {
+    /// Hands the stream's due chunks to quiche: `Some` when it must wait
+    /// (the next chunk is not due, or flow control), `None` after a chunk
+    /// was completed.
+    fn pump_stream(
+        &mut self,
+        h3c: &mut h3::Connection,
+        conn: &mut quiche::Connection,
+        stream_id: u64,
+    ) -> Result<Option<Pump>, String> {
+        let Body::Stream {
+            schedule,
+            started,
+            next,
+            chunk,
+            written,
+        } = &mut self.body
+        else {
+            return Ok(None);
+        };
+        let now = Instant::now();
+        let t0 = *started.get_or_insert(now);
+        if *written == 0 {
+            let due = t0 + schedule.interval.mul_f64(*next as f64);
+            if due > now {
+                return Ok(Some(Pump::Blocked));
+            }
+            crate::stream::write_chunk(chunk, *next);
+        }
+        let fin = *next + 1 == schedule.chunks;
+        let n = match h3c.send_body(conn, stream_id, &chunk[*written..], fin) {
+            Ok(n) => n,
+            Err(h3::Error::Done) | Err(h3::Error::StreamBlocked) => return Ok(Some(Pump::Blocked)),
+            Err(e) => return Err(format!("send_body: {e}")),
+        };
+        *written += n;
+        self.sent += n as u64;
+        if *written < crate::stream::CHUNK {
+            return Ok(Some(Pump::Blocked));
+        }
+        *written = 0;
+        *next += 1;
+        Ok(None)
+    }
+}
+
 /// Reads the next chunk of a file body (at most `remaining` bytes).
 fn refill(file: &mut File, buf: &mut Vec<u8>, remaining: u64) -> Result<(), String> {
     let want = remaining.min(CHUNK as u64) as usize;
@@ -215,7 +327,9 @@ mod tests {
             Response::for_route(Route::BadRequest("x"), "GET").status(),
             400
         );
-        assert_eq!(Response::for_route(Route::Bytes(5), "POST").status(), 405);
+        assert_eq!(Response::for_route(Route::Bytes(5), "DELETE").status(), 405);
+        let u = Response::upload_receipt(3, "ab");
+        assert_eq!(header(&u.headers(), "x-sha256"), Some("ab"));
         let r = Response::text(404, "not found\n");
         let h = r.headers();
         assert_eq!(header(&h, ":status"), Some("404"));

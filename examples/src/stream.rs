@@ -1,0 +1,262 @@
+//! The streaming resource `/stream/<rate>/<duration>`: a body written at a
+//! constant application rate in fixed-size chunks, each stamped with its
+//! write time, and the client's measure of per-chunk delivery delay (the
+//! time the application reads a chunk minus its stamp).
+//!
+//! A chunk is [`CHUNK`] bytes: the write time in nanoseconds of the host's
+//! monotonic clock (`CLOCK_MONOTONIC`, 8 bytes big endian), the chunk's
+//! sequence number (4 bytes big endian), then filler. Server and client
+//! must share the clock, i.e. run on one host (loopback, the emulator,
+//! network namespaces), which is how the benchmarks run.
+
+use std::time::Duration;
+
+/// Bytes per chunk: about one packet's payload.
+pub const CHUNK: usize = 1200;
+
+/// Response header that announces the chunk size.
+pub const CHUNK_HEADER: &str = "x-chunk-size";
+
+/// Largest stream duration served.
+pub const MAX_DURATION: Duration = Duration::from_secs(3600);
+
+/// Largest rate served, bits per second.
+pub const MAX_RATE_BPS: u64 = 10_000_000_000;
+
+/// Nanoseconds of the host's monotonic clock (shared by all processes).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer and
+    // CLOCK_MONOTONIC is always available on Linux.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Parses a rate: a number of bits per second with an optional unit
+/// (`bit`, `kbit`, `mbit`, `gbit`), e.g. `8mbit`, `500kbit`, `64000`.
+pub fn parse_rate(s: &str) -> Option<u64> {
+    let lower = s.to_ascii_lowercase();
+    let (num, mult) = [("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)]
+        .iter()
+        .find_map(|(u, m)| lower.strip_suffix(u).map(|n| (n.to_string(), *m)))
+        .unwrap_or((lower.clone(), 1.0));
+    let v: f64 = num.parse().ok()?;
+    let bps = v * mult;
+    (bps.is_finite() && bps >= 1.0 && bps <= MAX_RATE_BPS as f64).then_some(bps as u64)
+}
+
+/// Parses a duration: a number with `ms` or `s` (`20s`, `500ms`, `1.5s`).
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        return None;
+    };
+    let v: f64 = num.parse().ok()?;
+    let secs = v * scale;
+    (secs.is_finite() && secs > 0.0 && secs <= MAX_DURATION.as_secs_f64())
+        .then(|| Duration::from_secs_f64(secs))
+}
+
+/// What a stream resource sends: `chunks` chunks, one every `interval`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    /// Number of chunks.
+    pub chunks: u64,
+    /// Time between two chunks.
+    pub interval: Duration,
+}
+
+impl Schedule {
+    /// The schedule of `duration` at `rate_bps` (at least one chunk).
+    pub fn new(rate_bps: u64, duration: Duration) -> Schedule {
+        let per_sec = rate_bps as f64 / 8.0 / CHUNK as f64;
+        Schedule {
+            chunks: ((per_sec * duration.as_secs_f64()).round() as u64).max(1),
+            interval: Duration::from_secs_f64(1.0 / per_sec),
+        }
+    }
+
+    /// Body length in bytes.
+    pub fn len(&self) -> u64 {
+        self.chunks * CHUNK as u64
+    }
+
+    /// Whether the body is empty (never: at least one chunk).
+    pub fn is_empty(&self) -> bool {
+        self.chunks == 0
+    }
+}
+
+/// Fills `buf` (of [`CHUNK`] bytes) as chunk `seq` written now.
+pub fn write_chunk(buf: &mut [u8; CHUNK], seq: u64) {
+    buf[..8].copy_from_slice(&monotonic_ns().to_be_bytes());
+    buf[8..12].copy_from_slice(&(seq as u32).to_be_bytes());
+    for (i, b) in buf[12..].iter_mut().enumerate() {
+        *b = b'a' + ((seq as usize + i) % 26) as u8;
+    }
+}
+
+/// Collects the delivery delay of the chunks of one response as the
+/// application reads them.
+#[derive(Clone, Debug, Default)]
+pub struct DelayMeter {
+    partial: Vec<u8>,
+    delays_ns: Vec<u64>,
+    next_seq: u32,
+    bad: u64,
+}
+
+impl DelayMeter {
+    /// An empty meter.
+    pub fn new() -> DelayMeter {
+        DelayMeter::default()
+    }
+
+    /// Body bytes just read by the application.
+    pub fn on_body(&mut self, mut data: &[u8]) {
+        let now = monotonic_ns();
+        while !data.is_empty() {
+            let need = CHUNK - self.partial.len();
+            let take = need.min(data.len());
+            self.partial.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            if self.partial.len() == CHUNK {
+                let stamp = u64::from_be_bytes(self.partial[..8].try_into().unwrap_or_default());
+                let seq = u32::from_be_bytes(self.partial[8..12].try_into().unwrap_or_default());
+                if seq != self.next_seq || stamp > now {
+                    self.bad += 1;
+                }
+                self.next_seq = seq.wrapping_add(1);
+                self.delays_ns.push(now.saturating_sub(stamp));
+                self.partial.clear();
+            }
+        }
+    }
+
+    /// The per-chunk delays as CSV (`chunk,delay_ms`), in arrival order.
+    pub fn csv(&self) -> String {
+        let mut out = String::from("chunk,delay_ms\n");
+        for (i, d) in self.delays_ns.iter().enumerate() {
+            out += &format!("{i},{:.3}\n", *d as f64 / 1e6);
+        }
+        out
+    }
+
+    /// The distribution so far.
+    pub fn summary(&self) -> DelaySummary {
+        let mut v = self.delays_ns.clone();
+        v.sort_unstable();
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let pct = |q: f64| -> f64 {
+            if v.is_empty() {
+                return 0.0;
+            }
+            let k = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
+            ms(v[k])
+        };
+        DelaySummary {
+            chunks: v.len() as u64,
+            mean_ms: if v.is_empty() {
+                0.0
+            } else {
+                v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64 / 1e6
+            },
+            p50_ms: pct(0.50),
+            p95_ms: pct(0.95),
+            p99_ms: pct(0.99),
+            max_ms: v.last().map_or(0.0, |&x| ms(x)),
+            out_of_order: self.bad,
+        }
+    }
+}
+
+/// Per-chunk delivery delay of a stream response.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DelaySummary {
+    /// Chunks measured.
+    pub chunks: u64,
+    /// Mean delay, ms.
+    pub mean_ms: f64,
+    /// Median, ms.
+    pub p50_ms: f64,
+    /// 95th percentile, ms.
+    pub p95_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// Largest, ms.
+    pub max_ms: f64,
+    /// Chunks with an unexpected sequence number or a stamp in the future
+    /// (a corrupted stream or a server on another host).
+    pub out_of_order: u64,
+}
+
+impl DelaySummary {
+    /// As a JSON object (the `delivery` member of the client's JSON line).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "chunks": self.chunks,
+            "mean_ms": self.mean_ms,
+            "p50_ms": self.p50_ms,
+            "p95_ms": self.p95_ms,
+            "p99_ms": self.p99_ms,
+            "max_ms": self.max_ms,
+            "out_of_order": self.out_of_order,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_durations_and_schedules() {
+        assert_eq!(parse_rate("8mbit"), Some(8_000_000));
+        assert_eq!(parse_rate("500kbit"), Some(500_000));
+        assert_eq!(parse_rate("1.5Mbit"), Some(1_500_000));
+        assert_eq!(parse_rate("64000"), Some(64_000));
+        for bad in ["", "x", "-1mbit", "0", "20gbit", "nan"] {
+            assert_eq!(parse_rate(bad), None, "{bad}");
+        }
+        assert_eq!(parse_duration("20s"), Some(Duration::from_secs(20)));
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        for bad in ["20", "0s", "-1s", "2h", "99999s"] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
+        let s = Schedule::new(8_000_000, Duration::from_secs(20));
+        assert_eq!(s.chunks, 16_667);
+        assert!((s.interval.as_secs_f64() - 0.0012).abs() < 1e-9);
+        assert_eq!(s.len(), 16_667 * 1200);
+    }
+
+    #[test]
+    fn meter_measures_chunks_split_anywhere() {
+        let mut body = Vec::new();
+        for seq in 0..5 {
+            let mut c = [0u8; CHUNK];
+            write_chunk(&mut c, seq);
+            body.extend_from_slice(&c);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+        let mut m = DelayMeter::new();
+        for piece in body.chunks(700) {
+            m.on_body(piece);
+        }
+        let s = m.summary();
+        assert_eq!(s.chunks, 5);
+        assert_eq!(s.out_of_order, 0);
+        assert!(s.p50_ms >= 2.0 && s.max_ms < 1000.0, "{s:?}");
+        assert!(s.p50_ms <= s.p99_ms && s.p99_ms <= s.max_ms);
+        // A repeated chunk is flagged.
+        m.on_body(&body[..CHUNK]);
+        assert_eq!(m.summary().out_of_order, 1);
+    }
+}
