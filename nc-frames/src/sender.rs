@@ -339,9 +339,12 @@ impl NcSender {
     /// replaces it.
     pub fn source_reserve(&self) -> usize {
         let i_s = self.enc.next_index();
+        // The repair sequence and window start grow: size them as they will
+        // be (4-byte varints up to 2^30) or a symbol sent now may later be
+        // one byte too long for any repair, and block the window.
         let repair = repair_header_len(
-            self.repair_seq,
-            self.enc.window_start(),
+            self.repair_seq.max(1 << 14),
+            self.enc.window_start().max(1 << 14),
             self.cfg.max_window as u64,
             crate::coeffs::CoefRef::Seeded {
                 repair_key: 0,

@@ -675,3 +675,89 @@ fn a_due_probe_does_not_keep_the_timer_in_the_past() {
     let next = tx.timeout().expect("next probe deadline after a send");
     assert!(next > d);
 }
+
+#[test]
+fn a_full_window_is_probed_until_progress() {
+    // FNC stops at its e*N repair cap; with the window full and the peer
+    // still missing symbols, only stall probes make progress. They must
+    // keep coming, with a bounded back-off, whatever NC_ACKs arrive.
+    let t0 = Instant::now();
+    let mut tx = NcSender::new(
+        SenderConfig {
+            policy: PolicyKind::Fnc,
+            max_window: 16,
+            max_symbol_size: 100,
+            tail_protection: false,
+            ..SenderConfig::default()
+        },
+        t0,
+    );
+    let mut rx = NcReceiver::new(16, 100);
+    for i in 0..16u64 {
+        tx.on_source_sent(&[i as u8; 10], t0).unwrap();
+        if i % 3 != 0 {
+            rx.on_source(i, &[i as u8; 10], t0).unwrap();
+        }
+    }
+    assert!(!tx.can_send_source());
+    let mut t = t0;
+    let mut probes = 0;
+    for step in 0..2000 {
+        t += Duration::from_millis(5);
+        // An NC_ACK now and then, showing no progress.
+        if step % 7 == 0 {
+            tx.on_ack(&rx.ack(), t).unwrap();
+        }
+        if tx.timeout().is_some_and(|d| d <= t) {
+            tx.on_timeout(t);
+        }
+        // A send opportunity every step (ACKs arrive, quiche sends).
+        if tx.poll_transmit(true, t) == Some(Transmit::Repair) {
+            probes += 1;
+            // Every repair is lost.
+            let _ = tx.write_repair(1200, t).unwrap();
+        }
+    }
+    // 10 s of no progress: probes back off to at most 2 s apart.
+    assert!(probes >= 8, "only {probes} probes in 10 s");
+}
+
+#[test]
+fn a_symbol_sized_by_source_reserve_always_fits_a_repair() {
+    // A packet of `room` bytes carries a symbol of `room - source_reserve`
+    // bytes; later, with the repair sequence and the window start grown
+    // past varint boundaries, a repair over it must still fit `room`.
+    let t = Instant::now();
+    let room = 1300;
+    let mut tx = NcSender::new(
+        SenderConfig {
+            max_window: 4096,
+            max_symbol_size: 1500,
+            ..SenderConfig::default()
+        },
+        t,
+    );
+    let mut rx = NcReceiver::new(4096, 1500);
+    let len = room - tx.source_reserve();
+    tx.on_source_sent(&vec![1u8; len], t).unwrap();
+    // Grow the repair sequence past 63 and 16383, with the big symbol
+    // still in the window.
+    for _ in 0..20_000 {
+        assert!(tx.write_repair(room, t).is_some(), "repair does not fit");
+    }
+    // And the window start past 16383: the peer decodes everything, then
+    // a new symbol is sized with the new reserve.
+    for i in 1..20_000u64 {
+        tx.on_source_sent(b"x", t).unwrap();
+        rx.on_source(i, b"x", t).unwrap();
+        if i % 1000 == 0 {
+            rx.on_source(0, &vec![1u8; len], t).unwrap();
+            tx.on_ack(&rx.ack(), t).unwrap();
+        }
+    }
+    let len = room - tx.source_reserve();
+    tx.on_source_sent(&vec![2u8; len], t).unwrap();
+    for _ in 0..100 {
+        assert!(tx.write_repair(room, t).is_some(), "repair does not fit");
+    }
+}

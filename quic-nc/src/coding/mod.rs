@@ -57,6 +57,10 @@ const ERASURE_RATE_MIN_SOURCES: u64 = 100;
 /// transport's loss-detection delay).
 const BOOK_PER_WINDOW: usize = 4;
 
+/// Bytes a fully coded symbol leaves free below the first packet's room,
+/// for the ACK and NC_ACK frames later packets carry.
+const FULL_SYMBOL_MARGIN: usize = 64;
+
 /// Token flag of a fully coded mode REPAIR that carries a new symbol (the
 /// token's other bits are the symbol's index; other REPAIRs' tokens are
 /// their sequence numbers, always below 2^62).
@@ -93,6 +97,8 @@ struct Active {
     /// Decoder state last logged (I_p, I_q, I_r, MAX_SEQ).
     logged_decoder: (u64, u64, u64, u64),
     last_dof_rtt: Option<Duration>,
+    /// Fully coded mode: the fixed symbol size.
+    full_symbol: Option<usize>,
 }
 
 enum State {
@@ -278,8 +284,24 @@ impl NcExtension {
             }
         }
         let rto = fallback_delay(&a.tx);
+        // Fully coded mode: every symbol gets one fixed size, set with some
+        // margin below the first packet's room, so that the coded frame of
+        // any window fits every ordinary packet (one with an ACK frame too).
+        let reserve = a.tx.source_reserve();
+        if a.mode == Mode::FullyCoded && a.full_symbol.is_none() {
+            let size = ctx.capacity().saturating_sub(reserve + FULL_SYMBOL_MARGIN);
+            a.full_symbol = Some(size.clamp(1, a.max_symbol));
+        }
+        let symbol = a.full_symbol.unwrap_or(a.max_symbol);
+        // Whether this packet can carry new data at all: the sender must
+        // not be told there is data it cannot send (it would neither send
+        // repairs nor probe while waiting).
+        let room = ctx.capacity();
+        let data_fits = a.tx.can_send_source()
+            && a.tx.new_data_fits(room)
+            && (a.mode == Mode::Systematic || room >= symbol + reserve);
         let mut repair = None;
-        match a.tx.poll_transmit(has_data, now) {
+        match a.tx.poll_transmit(has_data && data_fits, now) {
             Some(Transmit::Repair) => {
                 let seq = a.tx.next_repair_seq();
                 ctx.write_frame(FRAME_REPAIR, seq, true, true, |buf| {
@@ -316,16 +338,13 @@ impl NcExtension {
         if !has_data {
             return;
         }
-        if !a.tx.can_send_source() || !a.tx.new_data_fits(ctx.capacity()) {
+        if !data_fits {
             ctx.hold_data();
             return;
         }
         // Room for the tag (and the repair headroom), and never more data
         // than a symbol may hold.
-        let reserve =
-            a.tx.source_reserve()
-                .max(ctx.capacity().saturating_sub(a.max_symbol));
-        ctx.reserve_after_stream(reserve);
+        ctx.reserve_after_stream(reserve.max(room.saturating_sub(symbol)));
     }
 
     fn after_stream(&mut self, ctx: &mut SendContext) {
@@ -545,6 +564,7 @@ impl TransportExtension for NcExtension {
             recovered: VecDeque::new(),
             logged_decoder: (0, 0, 0, 0),
             last_dof_rtt: None,
+            full_symbol: None,
         }));
         self.sync();
         Ok(())
