@@ -14,7 +14,6 @@ fn main() {
         PolicyKind::Von,
         PolicyKind::Fnc,
         PolicyKind::ADAPTIVE,
-        PolicyKind::Adaptive { beta: 2.0 },
     ];
     println!("| channel | loss | mode | policy | overhead | mean delay ms | p99 delay ms | max delay ms |");
     println!("|---|---|---|---|---|---|---|---|");

@@ -39,9 +39,6 @@ pub const DEFERRAL_RELEASED: &str = "nc:deferral_released";
 pub const DEFERRAL_TIMED_OUT: &str = "nc:deferral_timed_out";
 /// The sender gave up on symbols (NC_WINDOW sent).
 pub const WINDOW_SENT: &str = "nc:window_sent";
-/// A redundancy-policy decision worth logging: the loss estimate and
-/// credit behind repairs (sampled, at most once per received NC_ACK).
-pub const POLICY: &str = "nc:policy";
 
 /// Every event name, in the order of `docs/qlog.md`.
 pub const ALL: &[&str] = &[
@@ -59,7 +56,6 @@ pub const ALL: &[&str] = &[
     DEFERRAL_RELEASED,
     DEFERRAL_TIMED_OUT,
     WINDOW_SENT,
-    POLICY,
 ];
 
 #[cfg(test)]
