@@ -52,6 +52,13 @@ pub enum LossDecision {
         /// The symbol that carried the range.
         index: u64,
     },
+    /// Reported lost again while already deferred (a PTO re-queued the
+    /// frames, then the packet was declared lost): still deferred, not a
+    /// new deferral.
+    AlreadyDeferred {
+        /// The symbol that carried the range.
+        index: u64,
+    },
     /// The peer already decoded the symbol: released as acknowledged at
     /// once.
     AlreadyDecoded {
@@ -191,9 +198,10 @@ impl Book {
             ranges: Vec::new(),
             deadline: now + rto,
         });
-        if !d.ranges.contains(&range) {
-            d.ranges.push(range);
+        if d.ranges.contains(&range) {
+            return LossDecision::AlreadyDeferred { index };
         }
+        d.ranges.push(range);
         LossDecision::Deferred { index }
     }
 
@@ -391,6 +399,24 @@ mod tests {
         // Its retransmission is a new symbol; a repeated report of the old
         // range is not deferred again.
         assert_eq!(b.on_stream_lost(range(5), t, RTO), LossDecision::Retransmit);
+    }
+
+    #[test]
+    fn a_range_reported_lost_twice_is_one_deferral() {
+        let t = Instant::now();
+        let mut b = book(3);
+        assert_eq!(
+            b.on_stream_lost(range(1), t, RTO),
+            LossDecision::Deferred { index: 1 }
+        );
+        assert_eq!(
+            b.on_stream_lost(range(1), t, RTO),
+            LossDecision::AlreadyDeferred { index: 1 }
+        );
+        assert_eq!(b.pending(), 1);
+        assert_eq!(b.on_decoded(2).ranges, 1);
+        assert!(b.next_action().is_some());
+        assert!(b.next_action().is_none(), "resolved once");
     }
 
     #[test]

@@ -721,6 +721,7 @@ impl TransportExtension for NcExtension {
         };
         match a.book.on_stream_lost(range, now, rto) {
             LossDecision::Retransmit => false,
+            LossDecision::AlreadyDeferred { .. } => true,
             LossDecision::Deferred { index } => {
                 self.local.deferred += 1;
                 self.log.push(now, names::DEFERRED, || {
