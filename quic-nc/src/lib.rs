@@ -24,3 +24,5 @@ pub mod qlog;
 
 pub use coding::{CodingConfig, CodingStats};
 pub use install::{install, Handle, Options};
+/// The `nc_parameters` transport parameter id.
+pub use nc_frames::frames::TRANSPORT_PARAM_ID;
