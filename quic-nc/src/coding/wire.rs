@@ -128,4 +128,50 @@ mod tests {
             }
         }
     }
+
+    /// Network input: random bytes (biased towards the accepted frame
+    /// types) never panic, and accepted ranges never claim more bytes
+    /// than the input holds. Well-formed sequences always parse back.
+    #[test]
+    fn random_input_is_refused_or_bounded() {
+        let mut rng = nc_frames::testrng::Rng::new(8);
+        for _ in 0..50_000 {
+            let mut v = vec![0u8; rng.below(48) as usize];
+            rng.fill(&mut v);
+            if !v.is_empty() && rng.below(2) == 0 {
+                v[0] = [0x00, 0x0a, 0x0e, 0x0f, 0x31][rng.below(5) as usize];
+            }
+            if let Some(r) = data_frames(&v) {
+                assert!(r.iter().map(|x| x.len).sum::<usize>() <= v.len(), "{v:?}");
+            }
+        }
+        for _ in 0..2_000 {
+            let mut v = Vec::new();
+            let mut want = Vec::new();
+            for _ in 0..rng.below(4) {
+                let mut d = vec![0u8; rng.below(40) as usize];
+                rng.fill(&mut d);
+                match rng.below(3) {
+                    0 => v.push(0),
+                    1 => {
+                        v.push(0x31);
+                        put_varint(&mut v, d.len() as u64);
+                        v.extend_from_slice(&d);
+                    }
+                    _ => {
+                        let ty = 0x0a | (rng.below(2) * 4) | rng.below(2);
+                        let (id, off) = (rng.below(1 << 40), rng.below(1 << 60));
+                        v.extend(stream(ty, id, off, &d));
+                        want.push(Range {
+                            stream: id,
+                            offset: if ty & 0x04 != 0 { off } else { 0 },
+                            len: d.len(),
+                            fin: ty & 1 != 0,
+                        });
+                    }
+                }
+            }
+            assert_eq!(data_frames(&v).map(|r| r.to_vec()), Some(want));
+        }
+    }
 }
