@@ -1,6 +1,7 @@
 # QUIC-NC — see README.md.
-#   make demo    baseline experiment: HTTP/3 downloads over an emulated lossy link
-#   make test    everything CI runs (workspace tests + quiche's own suite on the patched tree)
+#   make demo    coded QUIC beside quiche's controllers over an emulated lossy link
+#   make bench-e2e  end-to-end benchmark tables + target check (results/)
+#   make test    everything CI runs (workspace tests, quiche's own suite on the patched tree, short fuzz runs)
 #   make bench   benchmarks (print ratios against a baseline measured in the same run)
 #   make peers   foreign QUIC peers for nc-experiment --compete (quic-go; needs Go)
 
@@ -8,7 +9,7 @@ CARGO ?= cargo
 QUICHE_DIR := .quiche/quiche-0.30.0
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all quiche build release peers demo test test-workspace test-quiche bench bench-coding bench-cc fuzz fmt clippy clean-quiche
+.PHONY: all quiche build release peers demo test test-workspace test-quiche test-fuzz bench bench-coding bench-cc bench-e2e fuzz fmt clippy clean-quiche
 
 all: build
 
@@ -32,13 +33,28 @@ peers:
 		$(CARGO) build --release --locked
 	mkdir -p $(PEERS_DIR) && cp $(abspath $(or $(CARGO_TARGET_DIR),target))/peers-build/release/quinn-peer $(PEERS_DIR)/quinn-peer
 
-demo: release
-	./target/release/nc-experiment $(DEMO_ARGS)
+# nc-experiment and the binaries it starts (release builds).
+EXPERIMENT = $(abspath $(or $(CARGO_TARGET_DIR),target))/release/nc-experiment
+EXPERIMENT_BINS = $(CARGO) build --release -p interop -p quic-nc-examples --bins
 
-test: test-workspace test-quiche
+# The product on a lossy link: coded QUIC (coded+hybrid) beside quiche's own
+# controllers without coding (cubic, bbr2, reno) and our controller without
+# coding; 5 MB downloads, 20 Mbit/s, 40 ms RTT, BDP buffer, 0/5/10 % loss both
+# ways, 3 interleaved runs per cell (each capped at 10 s), medians (min-max),
+# ratios to coded+hybrid. About 4 minutes. More: DEMO_ARGS="--runs 5 --per-run".
+demo: quiche
+	$(EXPERIMENT_BINS)
+	$(EXPERIMENT) $(DEMO_ARGS)
+
+test: test-workspace test-quiche test-fuzz
 
 test-workspace: quiche
 	$(CARGO) test --workspace
+
+# A short run of every fuzz target (10 s each; skipped, saying so, without a
+# nightly toolchain).
+test-fuzz:
+	nc-frames/fuzz/ci.sh
 
 # quiche's own library tests, on the patched tree, with quiche's own lock file.
 test-quiche: quiche
@@ -53,11 +69,25 @@ bench-coding: quiche
 	$(CARGO) test --release -p nc-frames --test channel -- --include-ignored
 	$(CARGO) run --release -p nc-frames --example sim_table 100000
 
-# Controllers on the emulated link (plain QUIC, no coding), ratios to CUBIC.
-bench-cc: release
-	./target/release/nc-experiment --cc cubic,hybrid,ctcp,vegas,bbr2 \
-		--loss 0,0.01,0.05,0.1 --markdown $(BENCH_ARGS)
+# Controllers on the emulated link (plain QUIC, no coding): 10 MB, 3 interleaved
+# runs per cell (each capped at 90 s), medians (min-max), ratios to CUBIC.
+bench-cc: quiche
+	$(EXPERIMENT_BINS)
+	$(EXPERIMENT) --rows cubic+nc=off,hybrid+nc=off,ctcp+nc=off,vegas+nc=off,bbr2+nc=off \
+		--loss 0,0.01,0.05,0.1 --size 10MB --timeout 90 --markdown $(BENCH_ARGS)
 	$(CARGO) run --release -p congestion --example simtable
+
+# End-to-end benchmark on 20 Mbit/s, 40 ms RTT, one BDP, loss both ways: bulk
+# 10 MB (0-20 % Bernoulli + Gilbert-Elliott, 10 rows incl. quinn's BBR, 3 runs,
+# 90 s cap), short 1 MB flows (5 runs), /stream/8mbit/20s delivery delays and
+# CPU per MB coded vs plain on loopback, then a target check. Markdown on
+# stdout and in results/bench-e2e-TIME.md, everything in results/*.json.
+# Builds the quinn peer if missing. Roughly 1 h; subsets, e.g.
+#   make bench-e2e BENCH_E2E_ARGS="--tables bulk,short --runs 3 --loss 0,0.05"
+# (nc-experiment bench-e2e --help lists the options).
+bench-e2e: quiche
+	$(EXPERIMENT_BINS)
+	$(EXPERIMENT) bench-e2e $(BENCH_E2E_ARGS)
 
 # Short fuzzing runs of every nc-frames target (nightly + cargo-fuzz).
 FUZZ_SECS ?= 60

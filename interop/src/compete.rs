@@ -30,10 +30,11 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::experiment::{
-    as_f64, as_u64, check_interrupted, json_objects, linkem_command, sanitize, start_listening,
-    LossCase, Options, Proc,
-};
+use crate::experiment::emulator::linkem_command;
+use crate::experiment::lines::{as_f64, as_u64, is_role_line, json_objects};
+use crate::experiment::options::{LossCase, Options};
+use crate::experiment::process::{check_interrupted, sanitize, start_listening, Proc};
+use crate::experiment::table::render;
 use crate::peer::FlowSpec;
 use crate::relay::Stats;
 
@@ -245,8 +246,14 @@ impl Client {
         if spec.downloaded_file(&out_dir).is_some() {
             std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
         }
-        let mut cmd =
-            spec.client_command(opts, emu_addr, &out_dir, certs, remaining.as_secs().max(1));
+        let mut cmd = spec.client_command(
+            &opts.tools,
+            emu_addr,
+            &format!("/bytes/{}", opts.size),
+            &out_dir,
+            certs,
+            remaining.as_secs_f64().max(1.0),
+        );
         let started = Instant::now();
         let proc = Proc::spawn(&format!("{}-{tag}", spec.program("client")), &mut cmd, dir)?;
         Ok(Client {
@@ -326,14 +333,23 @@ fn compete_inner(
     r: &mut CompeteResult,
 ) -> Result<(), String> {
     let deadline = Instant::now() + opts.timeout;
-    let idle_ms = 5_000u64;
+    let idle_ms = opts.idle_ms;
     let tags = ["a", "b"];
     let mut servers = Vec::new();
     for (k, spec) in pair.iter().enumerate() {
         let root = dir.join(format!("root-{}", tags[k]));
         std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
         let label = format!("{}-{}", spec.program("server"), tags[k]);
-        let (p, addr) = spec.start_server(opts, &label, &root, dir, certs, deadline, idle_ms)?;
+        let (p, addr) = spec.start_server(
+            &opts.tools,
+            &label,
+            &root,
+            dir,
+            certs,
+            deadline,
+            idle_ms,
+            opts.size,
+        )?;
         r.flows[k].server = Some(addr.clone());
         servers.push((p, addr));
     }
@@ -413,15 +429,12 @@ fn compete_inner(
     }
 
     // Our servers report when their connection closes (or idles out).
-    let sdeadline = Instant::now() + Duration::from_millis(idle_ms) + Duration::from_secs(3);
+    let sdeadline = Instant::now() + opts.server_line_wait();
     for (k, (server, _)) in servers.iter_mut().enumerate() {
         if !pair[k].server_prints_json() {
             continue;
         }
-        if let Ok(l) = server.wait_line(sdeadline, |l| {
-            serde_json::from_str::<Value>(l.trim())
-                .is_ok_and(|v| v.get("role").and_then(Value::as_str) == Some("server"))
-        }) {
+        if let Ok(l) = server.wait_line(sdeadline, |l| is_role_line(l, "server")) {
             if let Ok(sj) = serde_json::from_str::<Value>(l.trim()) {
                 r.flows[k].server_retrans_bytes = as_u64(&sj, "retrans_bytes");
                 r.flows[k].server_json = Some(sj);
@@ -461,50 +474,6 @@ fn opt(v: Option<f64>, prec: usize) -> String {
 
 fn opt_u(v: Option<u64>) -> String {
     v.map(|x| x.to_string()).unwrap_or_else(|| "-".into())
-}
-
-/// Renders rows (first = header); columns before `text_cols`, and the
-/// last one if `last_text`, are left-aligned in markdown.
-fn render(table: &[Vec<String>], markdown: bool, text_cols: usize, last_text: bool) -> String {
-    let mut out = String::new();
-    if markdown {
-        for (i, row) in table.iter().enumerate() {
-            out += &format!("| {} |\n", row.join(" | "));
-            if i == 0 {
-                let align: Vec<&str> = (0..row.len())
-                    .map(|c| {
-                        if c < text_cols || (last_text && c + 1 == row.len()) {
-                            "---"
-                        } else {
-                            "---:"
-                        }
-                    })
-                    .collect();
-                out += &format!("| {} |\n", align.join(" | "));
-            }
-        }
-    } else {
-        let n = table.first().map_or(0, Vec::len);
-        let widths: Vec<usize> = (0..n)
-            .map(|c| {
-                table
-                    .iter()
-                    .map(|r| r[c].chars().count())
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        for row in table {
-            let cells: Vec<String> = row
-                .iter()
-                .enumerate()
-                .map(|(c, s)| format!("{s:<w$}", w = widths[c]))
-                .collect();
-            out += cells.join("  ").trim_end();
-            out.push('\n');
-        }
-    }
-    out
 }
 
 /// Formats the per-run table of competing runs (plain or markdown).

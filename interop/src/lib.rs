@@ -4,9 +4,11 @@
 //!   (rate, drop-tail buffer, delay, loss) in virtual time.
 //! * [`loss`]: loss models (Bernoulli, Gilbert–Elliott) and time schedules.
 //! * [`relay`]: a real UDP relay on top of the model (`linkem`).
-//! * [`experiment`]: the `nc-experiment` matrix runner (spawns processes only).
+//! * [`experiment`]: the `nc-experiment` runner (spawns processes only): the
+//!   (row × loss) matrix with medians over interleaved runs, `bench-e2e`.
 //! * [`compete`]: `nc-experiment --compete A,B`, two flows sharing one bottleneck.
-//! * [`peer`]: foreign QUIC stacks (ngtcp2, quic-go) as `--compete` flows.
+//! * [`peer`]: flow specs (`hybrid+nc=off`, `quinn:bbr`, ...) and the QUIC
+//!   stacks behind them (ours, quinn, ngtcp2, quic-go).
 //! * [`cli`]: argument parsing of the `linkem` binary.
 //! * [`units`]: parsing of rates, durations, buffer sizes, probabilities.
 //! * [`rxstamp`]: kernel receive timestamps (arrival instants for the model).

@@ -1,10 +1,26 @@
-//! Foreign QUIC stacks as competing flows: `--compete hybrid,ngtcp2:cubic`.
+//! Flow specs and the QUIC stacks behind them.
 //!
-//! A flow spec is `[STACK:]CC`. Without a prefix (or with `quiche:`) the
-//! flow is ours: `qnc-server`/`qnc-client` with `--cc CC`. With a prefix,
-//! that stack's server and client replace ours for that flow; linkem and the
-//! bottleneck accounting stay the same (linkem counts bytes per client, so
-//! the share does not depend on the stack).
+//! A *flow spec* names who runs a download and how; it is the one syntax
+//! for the rows of `nc-experiment`'s tables and for `--compete A,B`:
+//!
+//! ```text
+//! [STACK:]CC[+nc=POLICY|off][+mode=systematic|full]
+//! ```
+//!
+//! * `CC` alone (or `quiche:CC`) is ours: `qnc-server`/`qnc-client` with
+//!   `--cc CC`, coding on (`--nc auto`, adaptive, systematic: the tools'
+//!   defaults). `+nc=off` turns coding off (plain QUIC); `+nc=POLICY` picks
+//!   the sender's redundancy policy (`adaptive[:BETA]`, `fixed:R` with R in
+//!   1..=4, `ctcp[:N]`, `von`, `fnc`; `auto`/`on` = adaptive); `+mode=full`
+//!   the full-coding mode. Server and client both get `--nc`, `--nc-policy`
+//!   and `--nc-mode`. Examples: `hybrid`, `hybrid+nc=off`,
+//!   `hybrid+nc=fixed:1.25`, `cubic+nc=off`, `hybrid+mode=full`.
+//! * With a prefix, that stack's server replaces ours for that flow; coding
+//!   options are refused (only our stack codes). linkem and the bottleneck
+//!   accounting stay the same (linkem counts bytes per client, so the share
+//!   does not depend on the stack).
+//!
+//! Stacks:
 //!
 //! * `ngtcp2:CC` (CC = cubic, reno, bbr, bbr2): ngtcp2's GnuTLS example
 //!   programs from Debian's `ngtcp2-server`/`ngtcp2-client` packages
@@ -23,12 +39,22 @@
 //!   `/bytes/N` like `qnc-server` and prints `listening ADDR`; its client
 //!   verifies against our CA and prints the same JSON line as `qnc-client`
 //!   (`bytes`, `duration_s`, `status`). quic-go has only CUBIC.
+//! * `quinn:CC` (CC = bbr, cubic, newreno): the quinn peer
+//!   (`interop/peers/quinn`, `target/peers/quinn-peer`, built by `make
+//!   peers` or by the runner with cargo when missing), the BBRv1-style
+//!   reference: its *server* sends the download with quinn's controller;
+//!   the client is our `qnc-client` with `--nc off` (quinn has no coding)
+//!   and its default controller, which only sends ACKs and the request.
+//!   The server prints `listening ADDR` and a qnc-server-style JSON line
+//!   per connection (`retrans_bytes` = quinn's `lost_bytes`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::experiment::{free_port, qnc_server_command, start_listening, Options, Proc};
+use serde::Serialize;
+
+use crate::experiment::process::{free_port, start_listening, Proc};
 
 /// The implementation behind one flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +65,8 @@ pub enum Stack {
     Ngtcp2,
     /// `quic-go-peer` (quic-go's http3 package).
     QuicGo,
+    /// `quinn-peer` server (quinn + h3), downloaded with our `qnc-client`.
+    Quinn,
 }
 
 /// `gtlsserver` (Debian package `ngtcp2-server`).
@@ -55,41 +83,110 @@ impl Stack {
             Stack::Quiche => "quiche",
             Stack::Ngtcp2 => "ngtcp2",
             Stack::QuicGo => "quic-go",
+            Stack::Quinn => "quinn",
+        }
+    }
+
+    /// The controllers this stack accepts (empty: any, checked by the tool).
+    fn controllers(self) -> &'static [&'static str] {
+        match self {
+            Stack::Quiche => &[],
+            Stack::Ngtcp2 => &["cubic", "reno", "bbr", "bbr2"],
+            Stack::QuicGo => &["cubic"],
+            Stack::Quinn => &["bbr", "cubic", "newreno"],
         }
     }
 }
 
-/// One flow of `--compete`: a stack and its congestion controller.
+/// Where the programs of the stacks are.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Tools {
+    /// Directory of `qnc-certs`, `qnc-server`, `qnc-client`.
+    pub bin_dir: PathBuf,
+    /// The quic-go peer binary.
+    pub quic_go_peer: PathBuf,
+    /// The quinn peer binary.
+    pub quinn_peer: PathBuf,
+}
+
+/// Network coding of one of our flows (`+nc=`, `+mode=`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Coding {
+    /// `--nc off`: plain QUIC.
+    Off,
+    /// `--nc auto --nc-policy POLICY --nc-mode MODE`.
+    On {
+        /// Redundancy policy, as `--nc-policy` spells it.
+        policy: String,
+        /// `systematic` or `full`.
+        mode: String,
+    },
+}
+
+impl Default for Coding {
+    fn default() -> Self {
+        Coding::On {
+            policy: "adaptive".into(),
+            mode: "systematic".into(),
+        }
+    }
+}
+
+/// Checks a `--nc-policy` value (the syntax of `quic_nc::coding::config::parse_policy`).
+fn check_policy(p: &str) -> Result<(), String> {
+    let num = |v: &str, lo: f64, hi: f64| {
+        v.parse::<f64>()
+            .is_ok_and(|x| x.is_finite() && (lo..=hi).contains(&x))
+    };
+    let ok = match p.split_once(':') {
+        None => matches!(p, "adaptive" | "ctcp" | "von" | "fnc"),
+        Some(("adaptive", b)) => num(b, 0.0, 10.0),
+        Some(("fixed", r)) => num(r, 1.0, 4.0),
+        Some(("ctcp", n)) => n.parse::<u32>().is_ok_and(|n| (1..=4096).contains(&n)),
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "coding policy '{p}' is not adaptive[:BETA], fixed:R (1..=4), ctcp[:N], von or fnc"
+        ))
+    }
+}
+
+/// One flow: a stack, its congestion controller and (ours) its coding.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlowSpec {
     /// Who runs the flow.
     pub stack: Stack,
     /// Congestion controller name, as the stack spells it.
     pub cc: String,
+    /// Coding (always [`Coding::Off`] for foreign stacks).
+    pub coding: Coding,
 }
 
 impl FlowSpec {
-    /// Parses `CC`, `quiche:CC`, `ngtcp2:CC` or `quic-go:cubic`.
+    /// Parses `[STACK:]CC[+nc=POLICY|off][+mode=systematic|full]`.
     pub fn parse(s: &str) -> Result<FlowSpec, String> {
-        let (stack, cc) = match s.split_once(':') {
-            None => (Stack::Quiche, s),
+        let s = s.trim();
+        let mut parts = s.split('+');
+        let head = parts.next().unwrap_or("");
+        let (stack, cc) = match head.split_once(':') {
+            None => (Stack::Quiche, head),
             Some(("quiche", cc)) => (Stack::Quiche, cc),
             Some(("ngtcp2", cc)) => (Stack::Ngtcp2, cc),
             Some(("quic-go", cc)) => (Stack::QuicGo, cc),
+            Some(("quinn", cc)) => (Stack::Quinn, cc),
             Some((p, _)) => {
                 return Err(format!(
-                    "'{s}': unknown stack '{p}' (quiche, ngtcp2, quic-go)"
+                    "'{s}': unknown stack '{p}' (quiche, ngtcp2, quic-go, quinn)"
                 ))
             }
-        };
-        let allowed: &[&str] = match stack {
-            Stack::Quiche => &[],
-            Stack::Ngtcp2 => &["cubic", "reno", "bbr", "bbr2"],
-            Stack::QuicGo => &["cubic"],
         };
         if cc.is_empty() {
             return Err(format!("'{s}': no congestion controller"));
         }
+        let allowed = stack.controllers();
         if !allowed.is_empty() && !allowed.contains(&cc) {
             return Err(format!(
                 "'{s}': {} controllers are {}",
@@ -97,62 +194,155 @@ impl FlowSpec {
                 allowed.join(", ")
             ));
         }
+        let (mut nc, mut mode): (Option<&str>, Option<&str>) = (None, None);
+        for opt in parts {
+            let (k, v) = opt
+                .split_once('=')
+                .ok_or_else(|| format!("'{s}': '+{opt}' is not +nc=... or +mode=..."))?;
+            let slot = match k {
+                "nc" => &mut nc,
+                "mode" => &mut mode,
+                _ => return Err(format!("'{s}': unknown option '{k}' (nc, mode)")),
+            };
+            if slot.replace(v).is_some() {
+                return Err(format!("'{s}': '{k}' given twice"));
+            }
+        }
+        if stack != Stack::Quiche {
+            if nc.is_some() || mode.is_some() {
+                return Err(format!(
+                    "'{s}': coding options apply to our stack only ({} does not code)",
+                    stack.name()
+                ));
+            }
+            return Ok(FlowSpec {
+                stack,
+                cc: cc.into(),
+                coding: Coding::Off,
+            });
+        }
+        if let Some(m) = mode {
+            if m != "systematic" && m != "full" {
+                return Err(format!("'{s}': mode '{m}' is not systematic or full"));
+            }
+        }
+        let coding = match nc {
+            Some("off") => {
+                if mode.is_some() {
+                    return Err(format!("'{s}': +mode needs coding (not +nc=off)"));
+                }
+                Coding::Off
+            }
+            nc => {
+                let policy = match nc {
+                    None | Some("auto") | Some("on") => "adaptive",
+                    Some(p) => {
+                        check_policy(p).map_err(|e| format!("'{s}': {e}"))?;
+                        p
+                    }
+                };
+                Coding::On {
+                    policy: policy.into(),
+                    mode: mode.unwrap_or("systematic").into(),
+                }
+            }
+        };
         Ok(FlowSpec {
             stack,
-            cc: cc.to_string(),
+            cc: cc.into(),
+            coding,
         })
     }
 
     /// Name of the flow's `role` ("server"/"client") program in logs and
-    /// errors: `qnc-server`, `ngtcp2-client`, ...
+    /// errors: `qnc-server`, `ngtcp2-client`, `quinn-server`, ...
     pub fn program(&self, role: &str) -> String {
-        match self.stack {
-            Stack::Quiche => format!("qnc-{role}"),
-            s => format!("{}-{role}", s.name()),
+        match (self.stack, role) {
+            (Stack::Quiche, _) | (Stack::Quinn, "client") => format!("qnc-{role}"),
+            (s, _) => format!("{}-{role}", s.name()),
         }
     }
 
-    /// `CC` for our own flows, `STACK:CC` for foreign ones.
+    /// The canonical spec: `hybrid`, `hybrid+nc=off`, `hybrid+nc=fixed:1.25`,
+    /// `hybrid+mode=full`, `quinn:bbr`, ... (defaults left out).
     pub fn label(&self) -> String {
         match self.stack {
-            Stack::Quiche => self.cc.clone(),
+            Stack::Quiche => {
+                let mut l = self.cc.clone();
+                match &self.coding {
+                    Coding::Off => l += "+nc=off",
+                    Coding::On { policy, mode } => {
+                        if policy != "adaptive" {
+                            l += &format!("+nc={policy}");
+                        }
+                        if mode != "systematic" {
+                            l += &format!("+mode={mode}");
+                        }
+                    }
+                }
+                l
+            }
             s => format!("{}:{}", s.name(), self.cc),
         }
     }
 
-    /// Checks (and if possible provides) what this flow needs before the
-    /// first run: ngtcp2's packages, the quic-go peer binary.
-    pub fn prepare(&self, opts: &Options) -> Result<(), String> {
-        match self.stack {
-            Stack::Quiche => Ok(()),
-            Stack::Ngtcp2 => ensure_ngtcp2(),
-            Stack::QuicGo => ensure_quic_go(&opts.quic_go_peer),
+    /// A readable name for tables: `coded+hybrid`, `coded+hybrid fixed:1.25`,
+    /// `coded+hybrid (full)`, `hybrid (no coding)`, `quinn bbr (BBRv1)`, ...
+    pub fn title(&self) -> String {
+        match (self.stack, &self.coding) {
+            (Stack::Quiche, Coding::Off) => format!("{} (no coding)", self.cc),
+            (Stack::Quiche, Coding::On { policy, mode }) => {
+                let mut t = format!("coded+{}", self.cc);
+                if policy != "adaptive" {
+                    t += &format!(" {policy}");
+                }
+                if mode != "systematic" {
+                    t += &format!(" ({mode})");
+                }
+                t
+            }
+            (Stack::Quinn, _) if self.cc == "bbr" => "quinn bbr (BBRv1)".into(),
+            (s, _) => format!("{} {}", s.name(), self.cc),
         }
     }
 
-    /// Starts this flow's server for `--size` bytes (writing the file into
-    /// `root` where the stack serves files); returns it and its address.
+    /// Checks (and if possible provides) what this flow needs before the
+    /// first run: ngtcp2's packages, the quic-go or quinn peer binary.
+    pub fn prepare(&self, tools: &Tools) -> Result<(), String> {
+        match self.stack {
+            Stack::Quiche => Ok(()),
+            Stack::Ngtcp2 => ensure_ngtcp2(),
+            Stack::QuicGo => ensure_quic_go(&tools.quic_go_peer),
+            Stack::Quinn => ensure_quinn(&tools.quinn_peer),
+        }
+    }
+
+    /// Starts this flow's server (for ngtcp2, writing a file of `size`
+    /// bytes into `root`, which it serves); returns it and its address.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn start_server(
         &self,
-        opts: &Options,
+        tools: &Tools,
         label: &str,
         root: &Path,
         dir: &Path,
         certs: &Path,
         deadline: Instant,
         idle_ms: u64,
+        size: u64,
     ) -> Result<(Proc, String), String> {
         match self.stack {
-            Stack::Quiche | Stack::QuicGo => start_listening(label, dir, deadline, |port| {
-                self.server_command(opts, port, root, certs, idle_ms)
-            }),
+            Stack::Quiche | Stack::QuicGo | Stack::Quinn => {
+                start_listening(label, dir, deadline, |port| {
+                    self.server_command(tools, port, root, certs, idle_ms)
+                })
+            }
             Stack::Ngtcp2 => {
-                write_pattern_file(&root.join(NGTCP2_FILE), opts.size)?;
+                write_pattern_file(&root.join(NGTCP2_FILE), size)?;
                 let mut last = String::new();
                 for _ in 0..3 {
                     let port = free_port()?;
-                    let mut cmd = self.server_command(opts, port, root, certs, idle_ms);
+                    let mut cmd = self.server_command(tools, port, root, certs, idle_ms);
                     let mut p = Proc::spawn(label, &mut cmd, dir)?;
                     let until = deadline.min(Instant::now() + Duration::from_secs(20));
                     loop {
@@ -178,14 +368,31 @@ impl FlowSpec {
     /// document root (qnc-server, ngtcp2).
     pub fn server_command(
         &self,
-        opts: &Options,
+        tools: &Tools,
         port: u16,
         root: &Path,
         certs: &Path,
         idle_ms: u64,
     ) -> Command {
         match self.stack {
-            Stack::Quiche => qnc_server_command(opts, &self.cc, port, root, certs, idle_ms),
+            Stack::Quiche => {
+                let mut c = Command::new(tools.bin_dir.join("qnc-server"));
+                c.arg("--listen")
+                    .arg(format!("127.0.0.1:{port}"))
+                    .arg("--root")
+                    .arg(root)
+                    .arg("--cert")
+                    .arg(certs.join("cert.pem"))
+                    .arg("--key")
+                    .arg(certs.join("key.pem"))
+                    .arg("--cc")
+                    .arg(&self.cc);
+                coding_args(&mut c, &self.coding);
+                c.arg("--idle-timeout")
+                    .arg(idle_ms.to_string())
+                    .arg("--stats-json");
+                c
+            }
             Stack::Ngtcp2 => {
                 let mut c = Command::new(NGTCP2_SERVER);
                 c.arg("-q")
@@ -199,7 +406,7 @@ impl FlowSpec {
                 c
             }
             Stack::QuicGo => {
-                let mut c = Command::new(&opts.quic_go_peer);
+                let mut c = Command::new(&tools.quic_go_peer);
                 c.arg("server")
                     .arg("-addr")
                     .arg(format!("127.0.0.1:{port}"))
@@ -211,36 +418,53 @@ impl FlowSpec {
                     .arg(format!("{idle_ms}ms"));
                 c
             }
+            Stack::Quinn => {
+                let mut c = Command::new(&tools.quinn_peer);
+                c.arg("server")
+                    .arg("--addr")
+                    .arg(format!("127.0.0.1:{port}"))
+                    .arg("--cert")
+                    .arg(certs.join("cert.pem"))
+                    .arg("--key")
+                    .arg(certs.join("key.pem"))
+                    .arg("--cc")
+                    .arg(&self.cc)
+                    .arg("--idle-timeout-ms")
+                    .arg(idle_ms.to_string());
+                c
+            }
         }
     }
 
-    /// The client command downloading `--size` bytes through linkem at
-    /// `emu_addr` (`127.0.0.1:PORT`); an ngtcp2 client saves the body into
-    /// `out_dir`.
+    /// The client command fetching `path` (`/bytes/N`, `/stream/...`) from
+    /// `addr` (`127.0.0.1:PORT`: linkem, or the server directly), giving up
+    /// after `timeout_s`; an ngtcp2 client fetches its file instead of
+    /// `path` and saves it into `out_dir`.
     pub fn client_command(
         &self,
-        opts: &Options,
-        emu_addr: &str,
+        tools: &Tools,
+        addr: &str,
+        path: &str,
         out_dir: &Path,
         certs: &Path,
-        timeout_s: u64,
+        timeout_s: f64,
     ) -> Command {
-        let bytes_url = format!("https://{emu_addr}/bytes/{}", opts.size);
+        let url = format!("https://{addr}{path}");
+        let timeout = format!("{:.3}", timeout_s.max(0.001));
+        let timeout = timeout.trim_end_matches('0').trim_end_matches('.');
         match self.stack {
-            Stack::Quiche => {
-                let mut c = Command::new(opts.bin_dir.join("qnc-client"));
-                c.arg("--ca")
-                    .arg(certs.join("ca.pem"))
-                    .arg("--cc")
-                    .arg(&self.cc)
-                    .arg("--json")
-                    .arg("--timeout")
-                    .arg(timeout_s.to_string())
-                    .arg(bytes_url);
+            Stack::Quiche | Stack::Quinn => {
+                let mut c = Command::new(tools.bin_dir.join("qnc-client"));
+                c.arg("--ca").arg(certs.join("ca.pem"));
+                if self.stack == Stack::Quiche {
+                    c.arg("--cc").arg(&self.cc);
+                }
+                coding_args(&mut c, &self.coding);
+                c.arg("--json").arg("--timeout").arg(timeout).arg(url);
                 c
             }
             Stack::Ngtcp2 => {
-                let (host, port) = emu_addr.rsplit_once(':').unwrap_or((emu_addr, "443"));
+                let (host, port) = addr.rsplit_once(':').unwrap_or((addr, "443"));
                 let mut c = Command::new(NGTCP2_CLIENT);
                 c.arg("-q")
                     .arg("--exit-on-all-streams-close")
@@ -249,18 +473,18 @@ impl FlowSpec {
                     .arg(format!("--cc={}", self.cc))
                     .arg(host)
                     .arg(port)
-                    .arg(format!("https://{emu_addr}/{NGTCP2_FILE}"));
+                    .arg(format!("https://{addr}/{NGTCP2_FILE}"));
                 c
             }
             Stack::QuicGo => {
-                let mut c = Command::new(&opts.quic_go_peer);
+                let mut c = Command::new(&tools.quic_go_peer);
                 c.arg("client")
                     .arg("-url")
-                    .arg(bytes_url)
+                    .arg(url)
                     .arg("-ca")
                     .arg(certs.join("ca.pem"))
                     .arg("-timeout")
-                    .arg(format!("{timeout_s}s"));
+                    .arg(format!("{timeout}s"));
                 c
             }
         }
@@ -279,7 +503,24 @@ impl FlowSpec {
 
     /// Whether the server prints qnc-server's `{"role":"server",...}` line.
     pub fn server_prints_json(&self) -> bool {
-        self.stack == Stack::Quiche
+        matches!(self.stack, Stack::Quiche | Stack::Quinn)
+    }
+}
+
+/// `--nc off`, or `--nc auto --nc-policy P --nc-mode M`.
+fn coding_args(c: &mut Command, coding: &Coding) {
+    match coding {
+        Coding::Off => {
+            c.arg("--nc").arg("off");
+        }
+        Coding::On { policy, mode } => {
+            c.arg("--nc")
+                .arg("auto")
+                .arg("--nc-policy")
+                .arg(policy)
+                .arg("--nc-mode")
+                .arg(mode);
+        }
     }
 }
 
@@ -352,11 +593,59 @@ fn ensure_ngtcp2() -> Result<(), String> {
 /// Where `make peers` puts the quic-go peer: `<target>/peers/quic-go-peer`
 /// for binaries in `<target>/release` (or `<target>/debug`).
 pub fn default_quic_go_peer(bin_dir: &Path) -> PathBuf {
-    bin_dir
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join("peers")
-        .join("quic-go-peer")
+    peers_dir(bin_dir).join("quic-go-peer")
+}
+
+/// Where `make peers` puts the quinn peer: `<target>/peers/quinn-peer`.
+pub fn default_quinn_peer(bin_dir: &Path) -> PathBuf {
+    peers_dir(bin_dir).join("quinn-peer")
+}
+
+/// `<target>/peers` for binaries in `<target>/release`.
+fn peers_dir(bin_dir: &Path) -> PathBuf {
+    bin_dir.parent().unwrap_or(Path::new(".")).join("peers")
+}
+
+/// Makes sure the quinn peer exists: if it is missing, builds it like `make
+/// peers` does (`cargo build --release --locked` in `interop/peers/quinn`
+/// with `CARGO_TARGET_DIR=<target>/peers-build`, where `<target>` is the
+/// directory above the binary's `peers/`) and copies it to `bin`.
+fn ensure_quinn(bin: &Path) -> Result<(), String> {
+    if bin.exists() {
+        return Ok(());
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/quinn");
+    let hint = format!(
+        "{} is missing: run `make peers` or pass --quinn-peer",
+        bin.display()
+    );
+    if !src.join("Cargo.toml").exists() {
+        return Err(hint);
+    }
+    let dir = bin.parent().unwrap_or(Path::new("."));
+    let target = dir.parent().unwrap_or(Path::new(".")).join("peers-build");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!(
+        "nc-experiment: building {} (cargo build --release in {})",
+        bin.display(),
+        src.display()
+    );
+    let status = Command::new(cargo)
+        .args(["build", "--release", "--locked"])
+        .env("CARGO_TARGET_DIR", &target)
+        .current_dir(&src)
+        .stdin(Stdio::null())
+        .status();
+    let built = target.join("release/quinn-peer");
+    match status {
+        Ok(s) if s.success() && built.exists() => {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            std::fs::copy(&built, bin).map_err(|e| format!("{hint} (copy: {e})"))?;
+            Ok(())
+        }
+        Ok(s) => Err(format!("{hint} (cargo build: {s})")),
+        Err(e) => Err(format!("{hint} (cargo: {e})")),
+    }
 }
 
 /// Makes sure the quic-go peer exists: builds it with `go build` from
@@ -392,13 +681,12 @@ fn ensure_quic_go(bin: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::{parse_args, Command_};
 
-    fn opts() -> Options {
-        let args = ["--compete", "hybrid,ngtcp2:cubic", "--size", "1MB"];
-        match parse_args(args.map(String::from), Path::new("/t/release")).unwrap() {
-            Command_::Run(o) => *o,
-            Command_::Help => unreachable!(),
+    fn tools() -> Tools {
+        Tools {
+            bin_dir: "/t/release".into(),
+            quic_go_peer: default_quic_go_peer(Path::new("/t/release")),
+            quinn_peer: default_quinn_peer(Path::new("/t/release")),
         }
     }
 
@@ -415,14 +703,22 @@ mod tests {
             (f.stack, f.cc.as_str(), f.label()),
             (Stack::Quiche, "hybrid", "hybrid".into())
         );
+        assert_eq!(f.coding, Coding::default());
         assert_eq!(FlowSpec::parse("quiche:cubic").unwrap().label(), "cubic");
         assert_eq!(f.program("client"), "qnc-client");
         let n = FlowSpec::parse("ngtcp2:bbr").unwrap();
         assert_eq!((n.stack, n.label()), (Stack::Ngtcp2, "ngtcp2:bbr".into()));
         assert_eq!(n.program("server"), "ngtcp2-server");
+        assert_eq!(n.coding, Coding::Off);
         assert_eq!(
             FlowSpec::parse("quic-go:cubic").unwrap().stack,
             Stack::QuicGo
+        );
+        let q = FlowSpec::parse("quinn:bbr").unwrap();
+        assert_eq!((q.stack, q.label()), (Stack::Quinn, "quinn:bbr".into()));
+        assert_eq!(
+            (q.program("server"), q.program("client")),
+            ("quinn-server".into(), "qnc-client".into())
         );
         for bad in [
             "",
@@ -431,18 +727,95 @@ mod tests {
             "quic-go:reno",
             "msquic:cubic",
             "quiche:",
+            "quinn:bbr2",
+            "quinn:bbr+nc=off",
+            "hybrid+nc=fixed:0.5",
+            "hybrid+nc=fixed:x",
+            "hybrid+nc=bogus",
+            "hybrid+nc=ctcp:0",
+            "hybrid+mode=partial",
+            "hybrid+nc=off+mode=full",
+            "hybrid+nc=off+nc=von",
+            "hybrid+window=3",
+            "hybrid+nc",
+            "+nc=off",
         ] {
             assert!(FlowSpec::parse(bad).is_err(), "{bad}");
         }
     }
 
     #[test]
+    fn coding_options_labels_and_titles() {
+        let cases = [
+            ("hybrid", "hybrid", "coded+hybrid"),
+            ("hybrid+nc=auto", "hybrid", "coded+hybrid"),
+            (
+                "hybrid+nc=adaptive+mode=systematic",
+                "hybrid",
+                "coded+hybrid",
+            ),
+            ("hybrid+nc=off", "hybrid+nc=off", "hybrid (no coding)"),
+            ("cubic", "cubic", "coded+cubic"),
+            ("cubic+nc=off", "cubic+nc=off", "cubic (no coding)"),
+            (
+                "hybrid+nc=fixed:1.25",
+                "hybrid+nc=fixed:1.25",
+                "coded+hybrid fixed:1.25",
+            ),
+            ("hybrid+nc=ctcp", "hybrid+nc=ctcp", "coded+hybrid ctcp"),
+            (
+                "hybrid+nc=ctcp:16",
+                "hybrid+nc=ctcp:16",
+                "coded+hybrid ctcp:16",
+            ),
+            ("hybrid+nc=von", "hybrid+nc=von", "coded+hybrid von"),
+            ("hybrid+nc=fnc", "hybrid+nc=fnc", "coded+hybrid fnc"),
+            (
+                "hybrid+nc=adaptive:2",
+                "hybrid+nc=adaptive:2",
+                "coded+hybrid adaptive:2",
+            ),
+            (
+                "hybrid+mode=full",
+                "hybrid+mode=full",
+                "coded+hybrid (full)",
+            ),
+            (
+                "hybrid+mode=full+nc=von",
+                "hybrid+nc=von+mode=full",
+                "coded+hybrid von (full)",
+            ),
+            ("bbr2+nc=off", "bbr2+nc=off", "bbr2 (no coding)"),
+            ("quinn:bbr", "quinn:bbr", "quinn bbr (BBRv1)"),
+            ("quinn:cubic", "quinn:cubic", "quinn cubic"),
+            ("quic-go:cubic", "quic-go:cubic", "quic-go cubic"),
+        ];
+        for (spec, label, title) in cases {
+            let f = FlowSpec::parse(spec).unwrap();
+            assert_eq!(f.label(), label, "{spec}");
+            assert_eq!(f.title(), title, "{spec}");
+            // The canonical label parses back to the same flow.
+            assert_eq!(FlowSpec::parse(&f.label()).unwrap(), f, "{spec}");
+        }
+        assert_eq!(
+            FlowSpec::parse("hybrid+nc=fixed:1.25+mode=full")
+                .unwrap()
+                .coding,
+            Coding::On {
+                policy: "fixed:1.25".into(),
+                mode: "full".into()
+            }
+        );
+    }
+
+    #[test]
     fn commands() {
-        let o = opts();
-        assert_eq!(o.quic_go_peer, PathBuf::from("/t/peers/quic-go-peer"));
+        let t = tools();
+        assert_eq!(t.quic_go_peer, PathBuf::from("/t/peers/quic-go-peer"));
+        assert_eq!(t.quinn_peer, PathBuf::from("/t/peers/quinn-peer"));
         let certs = Path::new("/c");
         let n = FlowSpec::parse("ngtcp2:reno").unwrap();
-        let s = n.server_command(&o, 4433, Path::new("/r"), certs, 5000);
+        let s = n.server_command(&t, 4433, Path::new("/r"), certs, 5000);
         assert_eq!(s.get_program(), NGTCP2_SERVER);
         assert_eq!(
             args(&s),
@@ -457,7 +830,14 @@ mod tests {
                 "/c/cert.pem"
             ]
         );
-        let c = n.client_command(&o, "127.0.0.1:9000", Path::new("/d"), certs, 30);
+        let c = n.client_command(
+            &t,
+            "127.0.0.1:9000",
+            "/bytes/1",
+            Path::new("/d"),
+            certs,
+            30.0,
+        );
         assert_eq!(
             args(&c)[2..],
             [
@@ -476,7 +856,14 @@ mod tests {
         assert!(!n.client_prints_json() && !n.server_prints_json());
 
         let g = FlowSpec::parse("quic-go:cubic").unwrap();
-        let c = g.client_command(&o, "127.0.0.1:9000", Path::new("/d"), certs, 30);
+        let c = g.client_command(
+            &t,
+            "127.0.0.1:9000",
+            "/bytes/1000000",
+            Path::new("/d"),
+            certs,
+            30.0,
+        );
         assert_eq!(c.get_program(), "/t/peers/quic-go-peer");
         assert_eq!(
             args(&c),
@@ -491,18 +878,95 @@ mod tests {
             ]
         );
         assert_eq!(
-            args(&g.server_command(&o, 1, Path::new("/r"), certs, 5000))[..3],
+            args(&g.server_command(&t, 1, Path::new("/r"), certs, 5000))[..3],
             ["server", "-addr", "127.0.0.1:1"]
         );
         assert!(g.client_prints_json() && g.downloaded_file(Path::new("/d")).is_none());
 
-        let q = FlowSpec::parse("hybrid").unwrap();
-        let c = q.client_command(&o, "127.0.0.1:9000", Path::new("/d"), certs, 30);
+        let q = FlowSpec::parse("hybrid+nc=fixed:1.25+mode=full").unwrap();
+        let c = q.client_command(
+            &t,
+            "127.0.0.1:9000",
+            "/stream/8mbit/20s",
+            Path::new("/d"),
+            certs,
+            12.5,
+        );
         assert_eq!(c.get_program(), "/t/release/qnc-client");
-        let s = q.server_command(&o, 1, Path::new("/r"), certs, 5000);
+        assert_eq!(
+            args(&c)[2..],
+            [
+                "--cc",
+                "hybrid",
+                "--nc",
+                "auto",
+                "--nc-policy",
+                "fixed:1.25",
+                "--nc-mode",
+                "full",
+                "--json",
+                "--timeout",
+                "12.5",
+                "https://127.0.0.1:9000/stream/8mbit/20s"
+            ]
+        );
+        let s = q.server_command(&t, 1, Path::new("/r"), certs, 5000);
         assert_eq!(s.get_program(), "/t/release/qnc-server");
-        assert!(args(&s).contains(&"--stats-json".to_string()));
-        assert_eq!(args(&c)[2..4], ["--cc", "hybrid"]);
+        let sa = args(&s);
+        assert!(sa.contains(&"--stats-json".to_string()));
+        assert!(
+            sa.windows(2).any(|w| w == ["--nc-policy", "fixed:1.25"]),
+            "{sa:?}"
+        );
+        assert!(sa.windows(2).any(|w| w == ["--nc-mode", "full"]), "{sa:?}");
+        let off = FlowSpec::parse("cubic+nc=off").unwrap();
+        let sa = args(&off.server_command(&t, 1, Path::new("/r"), certs, 5000));
+        assert!(sa.windows(2).any(|w| w == ["--nc", "off"]), "{sa:?}");
+        assert!(!sa.iter().any(|a| a == "--nc-policy"), "{sa:?}");
+
+        // quinn: its server, our client without coding and without --cc.
+        let b = FlowSpec::parse("quinn:bbr").unwrap();
+        let s = b.server_command(&t, 7, Path::new("/r"), certs, 5000);
+        assert_eq!(s.get_program(), "/t/peers/quinn-peer");
+        assert_eq!(
+            args(&s),
+            [
+                "server",
+                "--addr",
+                "127.0.0.1:7",
+                "--cert",
+                "/c/cert.pem",
+                "--key",
+                "/c/key.pem",
+                "--cc",
+                "bbr",
+                "--idle-timeout-ms",
+                "5000"
+            ]
+        );
+        let c = b.client_command(
+            &t,
+            "127.0.0.1:9000",
+            "/bytes/5",
+            Path::new("/d"),
+            certs,
+            90.0,
+        );
+        assert_eq!(c.get_program(), "/t/release/qnc-client");
+        assert_eq!(
+            args(&c),
+            [
+                "--ca",
+                "/c/ca.pem",
+                "--nc",
+                "off",
+                "--json",
+                "--timeout",
+                "90",
+                "https://127.0.0.1:9000/bytes/5"
+            ]
+        );
+        assert!(b.client_prints_json() && b.server_prints_json());
     }
 
     #[test]

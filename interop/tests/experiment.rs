@@ -18,6 +18,10 @@ fn bin_dir(tag: &str) -> PathBuf {
     d
 }
 
+fn json_file(p: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
 #[test]
 fn matrix_with_failures_reported_as_rows() {
     let dir = bin_dir("matrix");
@@ -26,12 +30,14 @@ fn matrix_with_failures_reported_as_rows() {
     let out = Command::new(RUNNER)
         .args(["--bin-dir", dir.to_str().unwrap(), "--linkem", LINKEM])
         .args([
-            "--cc",
-            "cubic,reno,fail,hang,nostart",
+            "--rows",
+            "cubic,reno+nc=off,fail,hang,nostart",
             "--loss",
             "0,0.3",
             "--size",
             "50000",
+            "--runs",
+            "1",
         ])
         .args([
             "--rate",
@@ -39,8 +45,11 @@ fn matrix_with_failures_reported_as_rows() {
             "--rtt",
             "10ms",
             "--timeout",
-            "3s",
+            "1s",
+            "--idle-timeout",
+            "500",
             "--markdown",
+            "--per-run",
         ])
         .args(["--json", json.to_str().unwrap()])
         .env("FAKE_QNC_PIDFILE", &pidfile)
@@ -49,32 +58,38 @@ fn matrix_with_failures_reported_as_rows() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v = json_file(&json);
     let rows = v["results"].as_array().unwrap();
     assert_eq!(rows.len(), 10);
-    let row = |cc: &str, loss: &str| {
+    let row = |name: &str, loss: &str| {
         rows.iter()
-            .find(|r| r["cc"] == cc && r["loss"] == loss)
+            .find(|r| r["row"] == name && r["loss"] == loss)
             .unwrap()
     };
 
     let c0 = row("cubic", "0%");
-    assert!(c0["error"].is_null(), "{c0}");
+    assert_eq!(c0["outcome"], "ok", "{c0}");
+    assert_eq!(c0["title"], "coded+cubic");
     assert_eq!(c0["bytes"], 50000);
-    assert_eq!(c0["ratio_to_cubic"], 1.0);
     assert_eq!(c0["server_packets_sent"], 50);
+    assert_eq!(c0["repair_overhead"], 0.04); // the fake: 2 repairs per 50
     assert_eq!(c0["emulator"]["down"]["forwarded_packets"], 50);
     assert_eq!(c0["emulator"]["up"]["arrived_packets"], 1);
-    assert!(row("reno", "0%")["ratio_to_cubic"].as_f64().unwrap() > 0.0);
+    assert_eq!(c0["queue_drops"], 0);
+    assert!(c0["cpu_client_s"].as_f64().unwrap() >= 0.0);
+    assert!(c0["cpu_server_s"].as_f64().unwrap() >= 0.0);
+    let r0 = row("reno+nc=off", "0%");
+    assert_eq!(r0["title"], "reno (no coding)");
+    assert!(r0["repair_overhead"].is_null(), "{r0}");
 
     // 30 % loss both ways: the emulator must have dropped something
-    // (or lost the request: then the fake client gets 0 bytes → error row).
+    // (or lost the request: then the fake client gets 0 bytes → failed).
     let c30 = row("cubic", "30%");
     let em = &c30["emulator"];
-    if c30["error"].is_null() {
-        panic!("the fake transport is unreliable; 30 % loss cannot deliver everything: {c30}");
-    }
+    assert_eq!(
+        c30["outcome"], "failed",
+        "the fake transport cannot deliver everything: {c30}"
+    );
     assert!(c30["error"].as_str().unwrap().contains("bytes"), "{c30}");
     assert!(
         em["down"]["lost_packets"].as_u64().unwrap() + em["up"]["lost_packets"].as_u64().unwrap()
@@ -82,12 +97,18 @@ fn matrix_with_failures_reported_as_rows() {
     );
 
     let f = row("fail", "0%");
+    assert_eq!(f["outcome"], "failed");
     assert!(
         f["error"].as_str().unwrap().contains("simulated failure"),
         "{f}"
     );
+    // The hanging client ignored its timeout: killed, counted as capped
+    // with the emulator's delivered bytes as partial goodput.
     let h = row("hang", "0%");
-    assert!(h["error"].as_str().unwrap().contains("timeout"), "{h}");
+    assert_eq!(h["outcome"], "capped", "{h}");
+    assert_eq!(h["goodput_source"], "emulator", "{h}");
+    assert!(h["error"].as_str().unwrap().contains("killed"), "{h}");
+    assert!(h["completion_s"].as_f64().unwrap() >= 1.0, "{h}");
     let n = row("nostart", "0%");
     assert!(
         n["error"]
@@ -104,9 +125,248 @@ fn matrix_with_failures_reported_as_rows() {
         "hung client {pid} still alive"
     );
 
-    // Markdown table: header + separator + 10 rows.
+    // Cells: failed runs counted, not dropped.
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 10);
+    let f0 = cells
+        .iter()
+        .find(|c| c["row"] == "fail" && c["loss"] == "0%")
+        .unwrap();
+    assert_eq!(
+        (f0["runs"].as_u64(), f0["failed"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert!(f0["time_s"].is_null());
+
+    // Markdown: the cell table (header + separator + 10 cells), then the
+    // per-run table (header + separator + 10 runs).
     let table: Vec<&str> = stdout.lines().filter(|l| l.starts_with('|')).collect();
-    assert_eq!(table.len(), 12, "{stdout}");
+    assert_eq!(table.len(), 24, "{stdout}");
+    assert!(
+        stdout.contains("| coded+hang | 0% | 1 (1 capped) | >"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("| coded+fail | 0% | 0/1 (1 failed) |"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("- failed: coded+fail, 0%: run 0 (seed 1): qnc-client exited"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn runs_interleaved_with_medians_caps_and_ratios() {
+    let dir = bin_dir("runs");
+    let json = dir.join("out.json");
+    let out = Command::new(RUNNER)
+        .args(["--bin-dir", dir.to_str().unwrap(), "--linkem", LINKEM])
+        .args([
+            "--rows",
+            "cubic+nc=off,cubic,slow",
+            "--loss",
+            "0",
+            "--size",
+            "20000",
+        ])
+        .args([
+            "--runs",
+            "3",
+            "--seed",
+            "7",
+            "--timeout",
+            "0.12",
+            "--rtt",
+            "10ms",
+        ])
+        .args(["--reference", "cubic", "--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let v = json_file(&json);
+    let runs = v["results"].as_array().unwrap();
+    assert_eq!(runs.len(), 9);
+    // Interleaved: run 0 of every row, then run 1, ...; seed = 7 + run.
+    let order: Vec<(String, u64, u64)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r["row"].as_str().unwrap().to_string(),
+                r["run"].as_u64().unwrap(),
+                r["seed"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(order[0], ("cubic+nc=off".into(), 0, 7));
+    assert_eq!(order[2], ("slow".into(), 0, 7));
+    assert_eq!(order[3], ("cubic+nc=off".into(), 1, 8));
+    assert_eq!(order[8], ("slow".into(), 2, 9));
+    // The slow server cannot deliver 20 kB in 0.12 s: the client gives up
+    // and reports its partial bytes.
+    for r in runs.iter().filter(|r| r["row"] == "slow") {
+        assert_eq!(r["outcome"], "capped", "{r}");
+        assert_eq!(r["goodput_source"], "client", "{r}");
+        assert!(r["bytes"].as_u64().unwrap() < 20000, "{r}");
+    }
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 3);
+    let cell = |row: &str| cells.iter().find(|c| c["row"] == row).unwrap();
+    let slow = cell("slow");
+    assert_eq!(slow["capped"], 3);
+    assert_eq!(slow["time_s"]["n"], 3);
+    assert_eq!(slow["time_s"]["median"]["bound"], "at_least");
+    assert_eq!(cell("cubic")["repair_overhead"]["median"]["v"], 0.05);
+    assert!(cell("cubic+nc=off")["repair_overhead"].is_null());
+    // Ratios to the reference row (coded cubic).
+    assert_eq!(cell("cubic")["goodput_ratio"]["v"], 1.0);
+    assert_eq!(slow["time_ratio"]["bound"], "at_least");
+    assert!(slow["goodput_ratio"]["v"].as_f64().unwrap() < 1.0);
+    // Plain table: caption, header, three cells.
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with("# GET /bytes/20000"), "{stdout}");
+    assert!(lines[0].contains("3 runs per cell"), "{stdout}");
+    assert!(lines[1].starts_with("row "), "{stdout}");
+    assert_eq!(lines.len(), 5, "{stdout}");
+    assert!(
+        lines[4].starts_with("coded+slow") && lines[4].contains("3 (3 capped)"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn streaming_rows_report_delivery_delays() {
+    let dir = bin_dir("stream");
+    let json = dir.join("out.json");
+    let out = Command::new(RUNNER)
+        .args(["--bin-dir", dir.to_str().unwrap(), "--linkem", LINKEM])
+        .args([
+            "--rows",
+            "hybrid,hybrid+nc=off",
+            "--loss",
+            "0",
+            "--stream",
+            "2mbit/0.3s",
+        ])
+        .args([
+            "--runs",
+            "2",
+            "--rtt",
+            "20ms",
+            "--markdown",
+            "--timeout",
+            "10",
+        ])
+        .args(["--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let v = json_file(&json);
+    for r in v["results"].as_array().unwrap() {
+        assert_eq!(r["outcome"], "ok", "{r}");
+        assert_eq!(r["bytes"], 75000, "{r}");
+        let d = &r["delivery"];
+        // One-way: 10 ms of propagation plus serialisation, plus noise.
+        let mean = d["mean_ms"].as_f64().unwrap();
+        assert!((9.0..200.0).contains(&mean), "{r}");
+        assert!(d["p99_ms"].as_f64().unwrap() >= d["p50_ms"].as_f64().unwrap());
+    }
+    let c = &v["cells"][0];
+    assert_eq!(c["delay_p99_ms"]["n"], 2);
+    assert!(
+        stdout.contains("| delay mean ms | p50 ms | p99 ms | max ms |"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bench_e2e_subset_writes_tables_targets_and_json() {
+    let dir = bin_dir("bench");
+    let out_dir = dir.join("results");
+    let out = Command::new(RUNNER)
+        .args([
+            "bench-e2e",
+            "--bin-dir",
+            dir.to_str().unwrap(),
+            "--linkem",
+            LINKEM,
+        ])
+        .args([
+            "--tables",
+            "short,stream,cost",
+            "--runs",
+            "2",
+            "--loss",
+            "0",
+        ])
+        .args(["--rows", "hybrid,hybrid+nc=off", "--short-size", "20000"])
+        .args([
+            "--stream",
+            "2mbit/0.2s",
+            "--cost-size",
+            "30000",
+            "--rtt",
+            "10ms",
+        ])
+        .args(["--out", out_dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for h in [
+        "### Short flows",
+        "### Streaming /stream/2mbit/0.2s",
+        "### Cost",
+        "### Target check",
+    ] {
+        assert!(stdout.contains(h), "{h}: {stdout}");
+    }
+    assert!(stdout.contains("capped at 60 s"), "{stdout}");
+    assert!(
+        stdout.contains("CPU s/MB coded+hybrid ≤ 1.3 × hybrid (no coding)"),
+        "{stdout}"
+    );
+    // Loss-free only: the 5 % streaming targets cannot be judged.
+    assert!(
+        stdout.contains("n/a (needs the coded+hybrid stream cells at 0% and 5%)"),
+        "{stdout}"
+    );
+    let files: Vec<PathBuf> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let json = files
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .unwrap();
+    assert!(files
+        .iter()
+        .any(|p| p.extension().is_some_and(|e| e == "md")));
+    let v = json_file(json);
+    let tables = v["tables"].as_array().unwrap();
+    assert_eq!(tables.len(), 3);
+    assert_eq!(tables[0]["kind"], "short");
+    assert_eq!(tables[0]["results"].as_array().unwrap().len(), 4);
+    assert_eq!(tables[1]["cells"][0]["delay_mean_ms"]["n"], 2);
+    let cost = &tables[2];
+    assert_eq!(cost["opts"]["direct"], true);
+    for r in cost["results"].as_array().unwrap() {
+        assert_eq!(r["outcome"], "ok", "{r}");
+        assert!(r["emulator"].is_null());
+        assert!(r["cpu_client_s"].as_f64().is_some());
+    }
+    let targets = v["targets"].as_array().unwrap();
+    assert!(targets
+        .iter()
+        .any(|t| t["name"].as_str().unwrap().starts_with("CPU")));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

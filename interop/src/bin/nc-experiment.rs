@@ -1,17 +1,20 @@
-//! `nc-experiment`: runs a (cc × loss) matrix of HTTP/3 downloads through
-//! `linkem` and prints a table. See `nc-experiment --help` and docs/emulator.md.
+//! `nc-experiment`: a (row × loss) matrix of HTTP/3 downloads through
+//! `linkem` (medians over interleaved runs, ratios to a reference row),
+//! `--compete A,B`, or the `bench-e2e` tables. See `nc-experiment --help`,
+//! `nc-experiment bench-e2e --help` and docs/emulator.md.
 #![deny(unsafe_op_in_unsafe_fn)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
 use interop::compete::{
     format_compete_summary, format_compete_table, pair_label, run_compete, CompeteReport,
 };
+use interop::experiment::bench::run_bench;
 use interop::experiment::{
-    compute_ratios, format_table, make_certs, parse_args, run_one, Command_, Options, Report,
-    INTERRUPTED, USAGE,
+    cells, format_cells, format_failures, format_runs, make_certs, matrix_caption, parse_args,
+    prepare_rows, run_matrix, Command_, Layout, MatrixReport, Options, Outcome, INTERRUPTED,
 };
 use interop::peer::FlowSpec;
 
@@ -24,12 +27,12 @@ fn main() -> ExitCode {
         .ok()
         .and_then(|p| p.parent().map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from("."));
-    let opts = match parse_args(std::env::args().skip(1), &exe_dir) {
-        Ok(Command_::Help) => {
-            println!("{USAGE}");
+    let cmd = match parse_args(std::env::args().skip(1), &exe_dir) {
+        Ok(Command_::Help(text)) => {
+            println!("{text}");
             return ExitCode::SUCCESS;
         }
-        Ok(Command_::Run(o)) => o,
+        Ok(c) => c,
         Err(e) => {
             eprintln!("nc-experiment: error: {e}");
             return ExitCode::from(2);
@@ -44,59 +47,78 @@ fn main() -> ExitCode {
             libc::sigaction(sig, &sa, std::ptr::null_mut());
         }
     }
+    let (bin_dir, keep) = match &cmd {
+        Command_::Run(o) => (o.tools.bin_dir.clone(), o.keep),
+        Command_::Bench(b) => (b.base.tools.bin_dir.clone(), b.base.keep),
+        Command_::Help(_) => unreachable!(),
+    };
     let work = std::env::temp_dir().join(format!("nc-experiment-{}", std::process::id()));
     let certs = work.join("certs");
     if let Err(e) = std::fs::create_dir_all(&certs)
         .map_err(|e| e.to_string())
-        .and_then(|_| make_certs(&opts, &certs))
+        .and_then(|_| make_certs(&bin_dir, &certs))
     {
         eprintln!("nc-experiment: error: {e}");
         let _ = std::fs::remove_dir_all(&work);
         return ExitCode::from(1);
     }
-    if let Some(pair) = opts.compete.clone() {
-        return run_compete_matrix(&opts, &pair, &work, &certs);
-    }
-    let total = opts.cc.len() * opts.loss.len() * opts.runs;
-    let mut rows = Vec::new();
-    'outer: for loss in &opts.loss {
-        for run in 0..opts.runs {
-            for cc in &opts.cc {
-                if INTERRUPTED.load(Ordering::SeqCst) {
-                    break 'outer;
-                }
-                eprint!(
-                    "[{}/{}] cc={cc} loss={} run={run} ... ",
-                    rows.len() + 1,
-                    total,
-                    loss.label
-                );
-                let r = run_one(&opts, cc, loss, run, &work, &certs);
-                match (&r.error, r.completion_s, r.goodput_mbps) {
-                    (Some(e), _, _) => eprintln!("FAILED: {e}"),
-                    (None, Some(t), Some(g)) => eprintln!("{t:.2} s, {g:.2} Mbit/s"),
-                    _ => eprintln!("done"),
-                }
-                rows.push(r);
+    let code = match cmd {
+        Command_::Bench(b) => match run_bench(&b, &work, &certs) {
+            Ok(c) => ExitCode::from(c),
+            Err(e) => {
+                eprintln!("nc-experiment: error: {e}");
+                ExitCode::from(1)
             }
-        }
+        },
+        Command_::Run(o) => match o.compete.clone() {
+            Some(pair) => run_compete_matrix(&o, &pair, &work, &certs),
+            None => run_rows(&o, &work, &certs),
+        },
+        Command_::Help(_) => unreachable!(),
+    };
+    if keep {
+        eprintln!("work directory kept: {}", work.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&work);
     }
-    compute_ratios(&mut rows);
-    println!(
-        "# {} bytes over {:.3} Mbit/s, RTT {:?}, buffer {}, loss position {}, seed {}",
-        opts.size,
-        opts.rate_bps as f64 / 1e6,
-        opts.rtt,
-        opts.buffer,
-        opts.loss_position,
-        opts.seed
-    );
-    print!("{}", format_table(&rows, opts.markdown));
+    code
+}
+
+/// The matrix: every row at every loss, `--runs` times, interleaved.
+fn run_rows(opts: &Options, work: &Path, certs: &Path) -> ExitCode {
+    if let Err(e) = prepare_rows(opts) {
+        eprintln!("nc-experiment: error: {e}");
+        return ExitCode::from(1);
+    }
+    let results = run_matrix(opts, work, certs, "");
+    let cs = cells(&results, &opts.rows, &opts.loss, opts.reference_row());
+    println!("{}", matrix_caption(opts));
+    if opts.markdown {
+        println!();
+    }
+    let layout = if opts.stream.is_some() {
+        Layout::Stream
+    } else if opts.direct {
+        Layout::Cost
+    } else {
+        Layout::Bulk
+    };
+    print!("{}", format_cells(&cs, layout, opts.markdown));
+    let failures = format_failures(&cs);
+    if !failures.is_empty() {
+        println!();
+        print!("{failures}");
+    }
+    if opts.per_run {
+        println!();
+        print!("{}", format_runs(&results, opts.markdown));
+    }
     let mut code = ExitCode::SUCCESS;
     if let Some(p) = &opts.json {
-        let text = serde_json::to_string_pretty(&Report {
-            options: &opts,
-            results: &rows,
+        let text = serde_json::to_string_pretty(&MatrixReport {
+            options: opts,
+            results: &results,
+            cells: &cs,
         })
         .unwrap_or_default();
         if let Err(e) = std::fs::write(p, text + "\n") {
@@ -104,32 +126,21 @@ fn main() -> ExitCode {
             code = ExitCode::from(1);
         }
     }
-    if opts.keep {
-        eprintln!("work directory kept: {}", work.display());
-    } else {
-        let _ = std::fs::remove_dir_all(&work);
-    }
     if INTERRUPTED.load(Ordering::SeqCst) {
         return ExitCode::from(130);
     }
-    if !rows.is_empty() && rows.iter().all(|r| r.error.is_some()) {
+    if !results.is_empty() && results.iter().all(|r| r.outcome == Outcome::Failed) {
         return ExitCode::from(1);
     }
     code
 }
 
 /// `--compete A,B`: for each loss and run, two flows through one linkem.
-fn run_compete_matrix(
-    opts: &Options,
-    pair: &[String],
-    work: &std::path::Path,
-    certs: &std::path::Path,
-) -> ExitCode {
+fn run_compete_matrix(opts: &Options, pair: &[String], work: &Path, certs: &Path) -> ExitCode {
     // Foreign stacks: install ngtcp2 / build the quic-go peer if needed.
     for s in pair {
-        if let Err(e) = FlowSpec::parse(s).and_then(|f| f.prepare(opts)) {
+        if let Err(e) = FlowSpec::parse(s).and_then(|f| f.prepare(&opts.tools)) {
             eprintln!("nc-experiment: error: {e}");
-            let _ = std::fs::remove_dir_all(work);
             return ExitCode::from(1);
         }
     }
@@ -183,11 +194,6 @@ fn run_compete_matrix(
             eprintln!("nc-experiment: error: cannot write {}: {e}", p.display());
             code = ExitCode::from(1);
         }
-    }
-    if opts.keep {
-        eprintln!("work directory kept: {}", work.display());
-    } else {
-        let _ = std::fs::remove_dir_all(work);
     }
     if INTERRUPTED.load(Ordering::SeqCst) {
         return ExitCode::from(130);

@@ -1,0 +1,39 @@
+//! The experiment runner behind `nc-experiment`.
+//!
+//! It only spawns processes (`qnc-certs`, `qnc-server`, `linkem`,
+//! `qnc-client`, the peers) and reads their JSON output; it has no QUIC
+//! dependency. Each run gets fresh loopback ports, a per-run cap, and its
+//! children are killed when the run ends (also if the runner dies: children
+//! get `PR_SET_PDEATHSIG`). A failed run is reported, never dropped.
+//!
+//! One job per module, layered without cycles (each uses only those above
+//! it, plus [`crate::peer`] for flow specs and their commands):
+//!
+//! * [`process`]: child processes, ports, certificates, CPU of children.
+//! * [`lines`]: the tools' JSON lines (client, server, stream delivery).
+//! * [`options`]: the command line (matrix, `bench-e2e`), loss settings.
+//! * [`emulator`]: the linkem command and the figures taken from its stats.
+//! * [`run`]: one run → [`RunResult`] (ok / capped / failed).
+//! * [`matrix`]: the interleaved (run × loss × row) schedule of a table.
+//! * [`stats`]: medians, ranges, ratios, per-cell summaries.
+//! * [`table`]: plain/markdown rendering of cells and runs.
+//! * [`targets`]: the `bench-e2e` target check.
+//! * [`bench`](mod@bench): the `bench-e2e` tables.
+
+pub mod bench;
+pub mod emulator;
+pub mod lines;
+pub mod matrix;
+pub mod options;
+pub mod process;
+pub mod run;
+pub mod stats;
+pub mod table;
+pub mod targets;
+
+pub use matrix::{prepare_rows, run_matrix, MatrixReport};
+pub use options::{parse_args, BenchOptions, Command_, LossCase, Options, TableKind, USAGE};
+pub use process::{free_port, make_certs, INTERRUPTED};
+pub use run::{run_one, Outcome, RunResult};
+pub use stats::{cells, Cell};
+pub use table::{format_cells, format_failures, format_runs, matrix_caption, Layout};

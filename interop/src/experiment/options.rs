@@ -1,0 +1,970 @@
+//! `nc-experiment`'s command line: the matrix options ([`Options`]), the
+//! `bench-e2e` subcommand ([`BenchOptions`]), loss settings ([`LossCase`])
+//! and the usage texts.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::loss::{LossModel, LossSchedule, ScheduleEnd};
+use crate::peer::{default_quic_go_peer, default_quinn_peer, FlowSpec, Tools};
+use crate::units::{parse_buffer, parse_duration_with, parse_prob, parse_rate, BufferSpec};
+
+/// Usage text of `nc-experiment` (the matrix and `--compete`).
+pub const USAGE: &str = "\
+nc-experiment: HTTP/3 downloads through linkem, one table row per flow spec
+
+usage: nc-experiment [options]            a (row x loss) matrix (make demo)
+       nc-experiment bench-e2e [options]  the end-to-end benchmark tables
+                                          (see nc-experiment bench-e2e --help)
+
+rows (flow specs, comma-separated): [STACK:]CC[+nc=POLICY|off][+mode=full]
+  hybrid                coded QUIC: our controller + coding (adaptive policy)
+  hybrid+nc=off         plain QUIC with our controller (no coding)
+  cubic, cubic+nc=off   quiche's CUBIC with / without coding (also reno, bbr2)
+  hybrid+nc=fixed:1.25  another redundancy policy: fixed:R, ctcp[:N], von, fnc,
+                        adaptive[:BETA]; +mode=full: full coding
+  quinn:bbr             the quinn peer's server (BBRv1-style), our client
+  ngtcp2:CC, quic-go:cubic  other stacks (mainly for --compete)
+
+  --rows LIST        table rows (default: hybrid,cubic+nc=off,bbr2+nc=off,
+                     reno+nc=off,hybrid+nc=off); --cc LIST is a synonym
+  --reference ROW    ratios are to this row at the same loss (default: first row)
+  --loss LIST        loss per direction, both ways: probabilities (0,0.01,5%)
+                     (default 0,0.05,0.1); a value containing ':' is one linkem
+                     loss spec (ge:p,r[,lg,lb], schedule:...); repeat --loss to add
+  --size BYTES       download size, GET /bytes/N (default 5MB)
+  --stream RATE/DUR  instead: GET /stream/RATE/DUR (e.g. 8mbit/20s), reporting
+                     per-chunk delivery delays
+  --direct           no linkem: the client talks to the server on loopback
+                     (no loss, no rate limit; for CPU cost)
+  --rate R           bottleneck rate both ways (default 20mbit)
+  --rtt D            round-trip propagation delay, split evenly (default 40ms)
+  --buffer B         linkem buffer: bdp, 64p, 100kB (default bdp)
+  --loss-position P  before|after (default after)
+  --seed N           linkem seed (default 1; run i uses seed+i for every row)
+  --spin D           linkem --spin (default: linkem's)
+  --no-realtime      linkem --no-realtime
+  --runs N           runs per cell (default 3), interleaved: for each run, for
+                     each loss, every row once
+  --timeout SECS     per-run cap (default 10): the client gives up after SECS
+                     and the run counts with its partial goodput, time \">SECS\"
+  --per-run          also print the table of individual runs
+  --idle-timeout MS  the servers' QUIC idle timeout (default 5000); the runner
+                     waits up to twice that (at most MS + 3 s) for a server's
+                     connection line after a capped run
+  --bin-dir DIR      where qnc-server/qnc-client/qnc-certs are
+                     (default: next to this executable)
+  --linkem PATH      linkem binary (default: DIR/linkem, else next to this executable)
+  --quinn-peer P     quinn peer (default: DIR/../peers/quinn-peer, built with
+                     cargo if missing)
+  --quic-go-peer P   quic-go peer (default: DIR/../peers/quic-go-peer, built with
+                     `go build` if missing and go is on PATH)
+  --json FILE        write machine-readable results (every run, every cell)
+  --markdown         print the tables in markdown
+  --keep             keep the work directory (logs, stats files)
+
+competing flows (instead of the matrix):
+  --compete A,B      per run, two downloads of --size each share one linkem
+                     bottleneck: flow A is spec A (server and client), flow B
+                     spec B, each with its own server; reports per-flow goodput,
+                     each flow's share of the bottleneck while both were active,
+                     the ratio A/B and Jain's fairness index. ngtcp2:CC (cubic,
+                     reno, bbr, bbr2) uses ngtcp2's gtlsserver/gtlsclient (Debian
+                     ngtcp2-server/-client, apt-get installed if missing and
+                     root); quic-go:cubic uses quic-go-peer (make peers)
+  --stagger SECS     start flow B this long after flow A (default 0: B starts as
+                     soon as linkem has seen A's first datagram)";
+
+/// Usage text of `nc-experiment bench-e2e`.
+pub const BENCH_USAGE: &str = "\
+nc-experiment bench-e2e: the end-to-end benchmark (make bench-e2e)
+
+usage: nc-experiment bench-e2e [options]
+
+Four tables on a 20 Mbit/s, 40 ms RTT, one-BDP link with loss both ways
+(medians and min-max over runs, ratios to the reference row at the same loss),
+then a target check. Markdown goes to stdout and to OUT/bench-e2e-TIME.md,
+everything (every run, every cell, the targets) to OUT/bench-e2e-TIME.json.
+
+  bulk    10 MB downloads; loss 0,1,5,10,20% Bernoulli and Gilbert-Elliott
+          ge:0.013158,0.25 (mean loss 5%, mean burst 4 packets); rows hybrid,
+          hybrid+nc=fixed:1.25, hybrid+nc=ctcp, hybrid+nc=von, hybrid+nc=fnc,
+          cubic, hybrid+nc=off, cubic+nc=off, bbr2+nc=off, quinn:bbr; 3 runs,
+          each capped at --cap (partial goodput, time >cap)
+  short   1 MB downloads; loss 0,5,20%; the same rows; 5 runs
+  stream  GET /stream/8mbit/20s; loss 0,5,20%; rows hybrid, hybrid+nc=off,
+          cubic+nc=off; delivery delay mean/p50/p99/max; 3 runs
+  cost    CPU seconds (server + client, user + system) per MB of 50 MB
+          loopback downloads without linkem, hybrid vs hybrid+nc=off; 3 runs
+
+  --tables LIST      which tables, in order (default bulk,short,stream,cost)
+  --runs N           runs per cell for every table (default: per table, above)
+  --loss LIST        losses for bulk, short and stream (default: per table)
+  --rows LIST        rows for bulk, short and stream (default: per table; the
+                     cost table always compares hybrid with hybrid+nc=off)
+  --reference ROW    reference row for ratios (default: the first row)
+  --cap SECS         per-run cap of bulk runs (default 90); short runs are
+                     capped at 60 s, stream runs at the stream's length + 30 s,
+                     cost runs at 120 s
+  --bulk-size B      bulk download size (default 10MB)
+  --short-size B     short download size (default 1MB)
+  --stream RATE/DUR  the streaming resource (default 8mbit/20s)
+  --cost-size B      cost download size (default 50MB)
+  --out DIR          where the JSON and markdown go (default results)
+  --per-run          also print every table's individual runs
+  --rate, --rtt, --buffer, --loss-position, --seed, --spin, --no-realtime,
+  --idle-timeout, --bin-dir, --linkem, --quinn-peer, --quic-go-peer, --keep:
+                     as for the matrix
+
+examples:
+  nc-experiment bench-e2e                                   # everything (roughly 1 h)
+  nc-experiment bench-e2e --tables bulk,short --runs 3 --loss 0,0.05
+  nc-experiment bench-e2e --tables bulk --loss 0,5% --rows hybrid,hybrid+nc=off,cubic+nc=off,quinn:bbr";
+
+/// One loss setting of the matrix.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LossCase {
+    /// Label shown in the table (e.g. `1%`, `GE 5% b4`).
+    pub label: String,
+    /// Value passed to `linkem --loss`.
+    pub spec: String,
+    /// Mean loss rate, if the model is constant (used for efficiency).
+    pub mean: Option<f64>,
+}
+
+impl LossCase {
+    /// Parses `0.01`, `1%`, or any linkem loss spec.
+    pub fn parse(s: &str) -> Result<LossCase, String> {
+        if let Ok(p) = parse_prob(s) {
+            return Ok(LossCase {
+                label: fmt_pct(p),
+                spec: format!("bernoulli:{p}"),
+                mean: Some(p),
+            });
+        }
+        let sched = LossSchedule::parse(s).map_err(|e| format!("--loss: {e}"))?;
+        let one = match sched.segments.as_slice() {
+            [one] if one.to.is_none() || sched.end == ScheduleEnd::Hold && one.from.is_zero() => {
+                Some(one.model)
+            }
+            _ => None,
+        };
+        let label = match one {
+            // Simple Gilbert: every bad-state packet lost, mean burst 1/r.
+            Some(
+                m @ LossModel::GilbertElliott {
+                    r,
+                    loss_good,
+                    loss_bad,
+                    ..
+                },
+            ) if loss_good == 0.0 && loss_bad == 1.0 && r > 0.0 => {
+                format!("GE {} b{}", fmt_pct(m.mean_loss()), trim_num(1.0 / r, 1))
+            }
+            _ => s.to_string(),
+        };
+        Ok(LossCase {
+            label,
+            spec: s.to_string(),
+            mean: one.map(|m| m.mean_loss()),
+        })
+    }
+}
+
+/// `0.05` → `5%` (at most two decimals of a percent).
+pub(crate) fn fmt_pct(p: f64) -> String {
+    format!("{}%", trim_num(p * 100.0, 2))
+}
+
+/// Seconds with at most two decimals: `90`, `0.12`, `2.5`.
+pub(crate) fn fmt_secs(d: Duration) -> String {
+    trim_num(d.as_secs_f64(), 2)
+}
+
+fn trim_num(v: f64, prec: usize) -> String {
+    let s = format!("{v:.prec$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// Options of the matrix (and of each `bench-e2e` table, and `--compete`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Options {
+    /// Table rows: canonical flow specs ([`FlowSpec::label`]).
+    pub rows: Vec<String>,
+    /// The reference row for ratios (canonical); `None` = the first row.
+    pub reference: Option<String>,
+    /// Loss settings.
+    pub loss: Vec<LossCase>,
+    /// Download size in bytes (`/bytes/N`).
+    pub size: u64,
+    /// `RATE/DURATION` of `/stream/RATE/DURATION`, instead of `/bytes/N`.
+    pub stream: Option<String>,
+    /// No linkem: the client talks to the server directly.
+    pub direct: bool,
+    /// Rate in bit/s.
+    pub rate_bps: u64,
+    /// Round-trip propagation delay.
+    pub rtt: Duration,
+    /// Buffer spec passed to linkem.
+    pub buffer: String,
+    /// Loss position passed to linkem.
+    pub loss_position: String,
+    /// Base seed.
+    pub seed: u64,
+    /// linkem `--spin` value, if given.
+    pub spin: Option<String>,
+    /// Pass `--no-realtime` to linkem.
+    pub no_realtime: bool,
+    /// Runs per cell.
+    pub runs: usize,
+    /// Per-run cap (the client's `--timeout`).
+    pub timeout: Duration,
+    /// The servers' QUIC idle timeout, ms.
+    pub idle_ms: u64,
+    /// Where the stacks' programs are.
+    #[serde(flatten)]
+    pub tools: Tools,
+    /// linkem binary.
+    pub linkem: PathBuf,
+    /// JSON output file.
+    pub json: Option<PathBuf>,
+    /// Markdown tables.
+    pub markdown: bool,
+    /// Also print the individual runs.
+    pub per_run: bool,
+    /// Keep the work directory.
+    pub keep: bool,
+    /// `--compete A,B`: run two competing flows (A, B) per run instead of
+    /// the matrix; see [`crate::compete`].
+    pub compete: Option<Vec<String>>,
+    /// `--stagger`: delay between the start of flow A and flow B.
+    pub stagger: Duration,
+}
+
+impl Options {
+    /// The request path: `/bytes/<size>` or `/stream/<RATE/DURATION>`.
+    pub fn path(&self) -> String {
+        match &self.stream {
+            Some(s) => format!("/stream/{s}"),
+            None => format!("/bytes/{}", self.size),
+        }
+    }
+
+    /// How long after the cap the runner waits before killing a client
+    /// that ignored its `--timeout`: a quarter of the cap, 1-10 s.
+    pub fn grace(&self) -> Duration {
+        (self.timeout / 4).clamp(Duration::from_secs(1), Duration::from_secs(10))
+    }
+
+    /// How long to wait for a server's connection line after the client
+    /// ended: the idle timeout (a client that was killed sent no
+    /// CONNECTION_CLOSE) plus a margin of min(3 s, idle timeout).
+    pub fn server_line_wait(&self) -> Duration {
+        let idle = Duration::from_millis(self.idle_ms);
+        idle + idle.min(Duration::from_secs(3))
+    }
+
+    /// The reference row (canonical label).
+    pub fn reference_row(&self) -> Option<&str> {
+        self.reference
+            .as_deref()
+            .or(self.rows.first().map(String::as_str))
+    }
+}
+
+/// The tables of `bench-e2e`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TableKind {
+    /// 10 MB downloads over the lossy link.
+    Bulk,
+    /// 1 MB downloads over the lossy link.
+    Short,
+    /// A constant-rate stream: delivery delays.
+    Stream,
+    /// CPU per MB on loopback, coded vs plain.
+    Cost,
+}
+
+impl TableKind {
+    /// All tables, in the default order.
+    pub const ALL: [TableKind; 4] = [
+        TableKind::Bulk,
+        TableKind::Short,
+        TableKind::Stream,
+        TableKind::Cost,
+    ];
+
+    /// The name used by `--tables`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TableKind::Bulk => "bulk",
+            TableKind::Short => "short",
+            TableKind::Stream => "stream",
+            TableKind::Cost => "cost",
+        }
+    }
+
+    fn parse(s: &str) -> Result<TableKind, String> {
+        TableKind::ALL
+            .into_iter()
+            .find(|t| t.name() == s)
+            .ok_or_else(|| format!("--tables: unknown table '{s}' (bulk, short, stream, cost)"))
+    }
+}
+
+/// Options of `nc-experiment bench-e2e`.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchOptions {
+    /// Link, tools, seed, ... shared by all tables (its rows, loss, size and
+    /// runs are replaced per table).
+    pub base: Options,
+    /// The tables to run, in order.
+    pub tables: Vec<TableKind>,
+    /// `--runs`: overrides every table's number of runs.
+    pub runs: Option<usize>,
+    /// `--loss`: overrides the losses of bulk, short and stream.
+    pub loss: Option<Vec<LossCase>>,
+    /// `--rows`: overrides the rows of bulk, short and stream.
+    pub rows: Option<Vec<String>>,
+    /// Per-run cap of bulk runs.
+    pub cap: Duration,
+    /// Bulk download size.
+    pub bulk_size: u64,
+    /// Short-flow download size.
+    pub short_size: u64,
+    /// The stream, `RATE/DURATION`.
+    pub stream: String,
+    /// Cost download size.
+    pub cost_size: u64,
+    /// Output directory for JSON and markdown.
+    pub out: PathBuf,
+}
+
+/// Parse result.
+#[derive(Debug)]
+pub enum Command_ {
+    /// Run the matrix (or `--compete`) with these options.
+    Run(Box<Options>),
+    /// Run `bench-e2e`.
+    Bench(Box<BenchOptions>),
+    /// Print this usage text.
+    Help(&'static str),
+}
+
+/// The matrix defaults (what `make demo` runs).
+pub const DEFAULT_ROWS: &str = "hybrid,cubic+nc=off,bbr2+nc=off,reno+nc=off,hybrid+nc=off";
+/// The matrix's default losses.
+pub const DEFAULT_LOSS: &str = "0,0.05,0.1";
+
+fn defaults(exe_dir: &Path) -> Options {
+    Options {
+        rows: parse_rows(DEFAULT_ROWS).expect("valid default rows"),
+        reference: None,
+        loss: parse_loss_list(DEFAULT_LOSS).expect("valid default losses"),
+        size: 5_000_000,
+        stream: None,
+        direct: false,
+        rate_bps: 20_000_000,
+        rtt: Duration::from_millis(40),
+        buffer: "bdp".into(),
+        loss_position: "after".into(),
+        seed: 1,
+        spin: None,
+        no_realtime: false,
+        runs: 3,
+        timeout: Duration::from_secs(10),
+        idle_ms: 5_000,
+        tools: Tools {
+            bin_dir: exe_dir.to_path_buf(),
+            ..Default::default()
+        },
+        linkem: PathBuf::new(),
+        json: None,
+        markdown: false,
+        per_run: false,
+        keep: false,
+        compete: None,
+        stagger: Duration::ZERO,
+    }
+}
+
+/// Parses a comma-separated list of flow specs into canonical labels.
+pub fn parse_rows(v: &str) -> Result<Vec<String>, String> {
+    let rows: Vec<String> = v
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| FlowSpec::parse(s).map(|f| f.label()))
+        .collect::<Result<_, _>>()?;
+    if rows.is_empty() {
+        return Err("empty list of rows".into());
+    }
+    let mut seen = Vec::new();
+    for r in &rows {
+        if seen.contains(r) {
+            return Err(format!("row '{r}' given twice"));
+        }
+        seen.push(r.clone());
+    }
+    Ok(rows)
+}
+
+/// Parses one `--loss` value: a comma-separated list of probabilities, or
+/// one linkem spec if it contains ':'.
+pub fn parse_loss_list(v: &str) -> Result<Vec<LossCase>, String> {
+    if v.contains(':') {
+        Ok(vec![LossCase::parse(v.trim())?])
+    } else {
+        v.split(',').map(|s| LossCase::parse(s.trim())).collect()
+    }
+}
+
+fn parse_size(name: &str, v: &str) -> Result<u64, String> {
+    match parse_buffer(v).map_err(|e| format!("{name}: {e}"))? {
+        BufferSpec::Bytes(b) if b > 0 => Ok(b),
+        _ => Err(format!("{name}: '{v}' is not a positive byte count")),
+    }
+}
+
+fn parse_stream(v: &str) -> Result<String, String> {
+    let (rate, dur) = v
+        .split_once('/')
+        .ok_or_else(|| format!("--stream: '{v}' is not RATE/DURATION (e.g. 8mbit/20s)"))?;
+    parse_rate(rate)
+        .map_err(|e| format!("--stream: {e}"))?
+        .ok_or("--stream: the rate must be finite")?;
+    if parse_duration_with(dur, false)
+        .map_err(|e| format!("--stream: {e}"))?
+        .is_zero()
+    {
+        return Err("--stream: the duration must be > 0".into());
+    }
+    Ok(v.to_string())
+}
+
+/// Splits `--name=value` / `--name value` pairs; boolean flags get no value.
+struct ArgIter<I: Iterator<Item = String>> {
+    it: I,
+}
+
+const BOOL_FLAGS: [&str; 6] = [
+    "--markdown",
+    "--keep",
+    "--no-realtime",
+    "--per-run",
+    "--direct",
+    "--help",
+];
+
+impl<I: Iterator<Item = String>> ArgIter<I> {
+    fn next(&mut self) -> Option<Result<(String, String), String>> {
+        let arg = self.it.next()?;
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        let name = if name == "-h" { "--help".into() } else { name };
+        if BOOL_FLAGS.contains(&name.as_str()) {
+            return Some(Ok((name, String::new())));
+        }
+        Some(match inline.or_else(|| self.it.next()) {
+            Some(v) => Ok((name, v)),
+            None => Err(format!("option {name} needs a value")),
+        })
+    }
+}
+
+/// Options both the matrix and `bench-e2e` accept: the link, the tools,
+/// seeds, output. `Ok(false)` if `name` is not one of them.
+fn common_flag(
+    o: &mut Options,
+    linkem: &mut Option<PathBuf>,
+    quic_go: &mut Option<PathBuf>,
+    quinn: &mut Option<PathBuf>,
+    name: &str,
+    v: String,
+) -> Result<bool, String> {
+    let ctx = |e: String| format!("{name}: {e}");
+    match name {
+        "--keep" => o.keep = true,
+        "--markdown" => o.markdown = true,
+        "--no-realtime" => o.no_realtime = true,
+        "--per-run" => o.per_run = true,
+        "--rate" => {
+            o.rate_bps = parse_rate(&v)
+                .map_err(ctx)?
+                .ok_or("--rate must be finite")?
+        }
+        "--rtt" => o.rtt = parse_duration_with(&v, true).map_err(ctx)?,
+        "--buffer" => {
+            parse_buffer(&v).map_err(ctx)?;
+            o.buffer = v;
+        }
+        "--loss-position" => {
+            if v != "before" && v != "after" {
+                return Err(format!("--loss-position: '{v}' is not 'before' or 'after'"));
+            }
+            o.loss_position = v;
+        }
+        "--seed" => {
+            o.seed = v
+                .parse()
+                .map_err(|_| format!("--seed: '{v}' is not an unsigned integer"))?
+        }
+        "--spin" => {
+            crate::units::parse_duration(&v).map_err(ctx)?;
+            o.spin = Some(v);
+        }
+        "--idle-timeout" => match v.parse::<u64>() {
+            Ok(ms) if ms > 0 => o.idle_ms = ms,
+            _ => {
+                return Err(format!(
+                    "--idle-timeout: '{v}' is not a positive number of ms"
+                ))
+            }
+        },
+        "--bin-dir" => o.tools.bin_dir = PathBuf::from(v),
+        "--linkem" => *linkem = Some(PathBuf::from(v)),
+        "--quic-go-peer" => *quic_go = Some(PathBuf::from(v)),
+        "--quinn-peer" => *quinn = Some(PathBuf::from(v)),
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+fn parse_runs(v: &str) -> Result<usize, String> {
+    match v.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("--runs: '{v}' is not a positive integer")),
+    }
+}
+
+fn parse_secs(name: &str, v: &str) -> Result<Duration, String> {
+    let t = parse_duration_with(v, false).map_err(|e| format!("{name}: {e}"))?;
+    if t.is_zero() {
+        return Err(format!("{name} must be > 0"));
+    }
+    Ok(t)
+}
+
+/// Fills the tool paths that were not given.
+fn finish_tools(
+    o: &mut Options,
+    exe_dir: &Path,
+    linkem: Option<PathBuf>,
+    quic_go: Option<PathBuf>,
+    quinn: Option<PathBuf>,
+) {
+    o.tools.quic_go_peer = quic_go.unwrap_or_else(|| default_quic_go_peer(&o.tools.bin_dir));
+    o.tools.quinn_peer = quinn.unwrap_or_else(|| default_quinn_peer(&o.tools.bin_dir));
+    o.linkem = linkem.unwrap_or_else(|| {
+        let in_bin = o.tools.bin_dir.join("linkem");
+        if in_bin.exists() {
+            in_bin
+        } else {
+            exe_dir.join("linkem")
+        }
+    });
+}
+
+fn check_reference(reference: &Option<String>, rows: &[String]) -> Result<(), String> {
+    match reference {
+        Some(r) if !rows.contains(r) => Err(format!(
+            "--reference: '{r}' is not one of the rows ({})",
+            rows.join(", ")
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Parses the arguments (without program name). `exe_dir` is the directory
+/// of the running executable (default for `--bin-dir` and `linkem`).
+pub fn parse_args<I: IntoIterator<Item = String>>(
+    args: I,
+    exe_dir: &Path,
+) -> Result<Command_, String> {
+    let mut args = args.into_iter().peekable();
+    if args.peek().map(String::as_str) == Some("bench-e2e") {
+        args.next();
+        return parse_bench(args, exe_dir);
+    }
+    let mut o = defaults(exe_dir);
+    let (mut linkem, mut quic_go, mut quinn) = (None, None, None);
+    let mut rows_given = false;
+    let mut loss_given = false;
+    let mut it = ArgIter { it: args };
+    while let Some(a) = it.next() {
+        let (name, v) = a?;
+        if common_flag(
+            &mut o,
+            &mut linkem,
+            &mut quic_go,
+            &mut quinn,
+            &name,
+            v.clone(),
+        )? {
+            continue;
+        }
+        match name.as_str() {
+            "--help" => return Ok(Command_::Help(USAGE)),
+            "--direct" => o.direct = true,
+            "--rows" | "--cc" => {
+                rows_given = true;
+                o.rows = parse_rows(&v).map_err(|e| format!("{name}: {e}"))?;
+            }
+            "--reference" => {
+                o.reference = Some(
+                    FlowSpec::parse(&v)
+                        .map_err(|e| format!("--reference: {e}"))?
+                        .label(),
+                )
+            }
+            "--loss" => {
+                if !loss_given {
+                    o.loss.clear();
+                    loss_given = true;
+                }
+                o.loss.extend(parse_loss_list(&v)?);
+            }
+            "--size" => o.size = parse_size("--size", &v)?,
+            "--stream" => o.stream = Some(parse_stream(&v)?),
+            "--runs" => o.runs = parse_runs(&v)?,
+            "--timeout" => o.timeout = parse_secs("--timeout", &v)?,
+            "--compete" => {
+                let pair: Vec<String> = v.split(',').map(|s| s.trim().to_string()).collect();
+                if pair.len() != 2 || pair.iter().any(|s| s.is_empty()) {
+                    return Err(format!("--compete: '{v}' is not two flows A,B"));
+                }
+                for s in &pair {
+                    FlowSpec::parse(s).map_err(|e| format!("--compete: {e}"))?;
+                }
+                o.compete = Some(pair);
+            }
+            "--stagger" => {
+                o.stagger = parse_duration_with(&v, false).map_err(|e| format!("--stagger: {e}"))?
+            }
+            "--json" => o.json = Some(PathBuf::from(v)),
+            _ => return Err(format!("unknown option '{name}' (see --help)")),
+        }
+    }
+    if let Some(pair) = &o.compete {
+        if rows_given {
+            return Err("--rows/--cc and --compete are exclusive".into());
+        }
+        if o.stream.is_some() || o.direct {
+            return Err("--stream and --direct do not apply to --compete".into());
+        }
+        o.rows = pair.clone();
+        o.reference = None;
+    } else if !o.stagger.is_zero() {
+        return Err("--stagger needs --compete".into());
+    }
+    if o.direct {
+        // No emulator: no loss, one (unnamed) loss setting.
+        if loss_given && o.loss.iter().any(|l| l.mean != Some(0.0)) {
+            return Err("--direct has no emulator: --loss must be 0".into());
+        }
+        o.loss = vec![LossCase::parse("0")?];
+    }
+    check_reference(&o.reference, &o.rows)?;
+    finish_tools(&mut o, exe_dir, linkem, quic_go, quinn);
+    Ok(Command_::Run(Box::new(o)))
+}
+
+fn parse_bench(args: impl Iterator<Item = String>, exe_dir: &Path) -> Result<Command_, String> {
+    let mut base = defaults(exe_dir);
+    base.markdown = true;
+    base.timeout = Duration::from_secs(90);
+    let mut b = BenchOptions {
+        base,
+        tables: TableKind::ALL.to_vec(),
+        runs: None,
+        loss: None,
+        rows: None,
+        cap: Duration::from_secs(90),
+        bulk_size: 10_000_000,
+        short_size: 1_000_000,
+        stream: "8mbit/20s".into(),
+        cost_size: 50_000_000,
+        out: PathBuf::from("results"),
+    };
+    let (mut linkem, mut quic_go, mut quinn) = (None, None, None);
+    let mut it = ArgIter { it: args };
+    while let Some(a) = it.next() {
+        let (name, v) = a?;
+        if common_flag(
+            &mut b.base,
+            &mut linkem,
+            &mut quic_go,
+            &mut quinn,
+            &name,
+            v.clone(),
+        )? {
+            continue;
+        }
+        match name.as_str() {
+            "--help" => return Ok(Command_::Help(BENCH_USAGE)),
+            "--tables" => {
+                b.tables = v
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(TableKind::parse)
+                    .collect::<Result<_, _>>()?;
+                if b.tables.is_empty() {
+                    return Err("--tables: empty list".into());
+                }
+            }
+            "--runs" => b.runs = Some(parse_runs(&v)?),
+            "--loss" => b
+                .loss
+                .get_or_insert_with(Vec::new)
+                .extend(parse_loss_list(&v)?),
+            "--rows" | "--cc" => b.rows = Some(parse_rows(&v).map_err(|e| format!("{name}: {e}"))?),
+            "--reference" => {
+                b.base.reference = Some(
+                    FlowSpec::parse(&v)
+                        .map_err(|e| format!("--reference: {e}"))?
+                        .label(),
+                )
+            }
+            "--cap" => b.cap = parse_secs("--cap", &v)?,
+            "--bulk-size" => b.bulk_size = parse_size("--bulk-size", &v)?,
+            "--short-size" => b.short_size = parse_size("--short-size", &v)?,
+            "--cost-size" => b.cost_size = parse_size("--cost-size", &v)?,
+            "--stream" => b.stream = parse_stream(&v)?,
+            "--out" => b.out = PathBuf::from(v),
+            _ => {
+                return Err(format!(
+                    "unknown bench-e2e option '{name}' (see bench-e2e --help)"
+                ))
+            }
+        }
+    }
+    if let (Some(r), Some(rows)) = (&b.base.reference, &b.rows) {
+        check_reference(&Some(r.clone()), rows)?;
+    }
+    finish_tools(&mut b.base, exe_dir, linkem, quic_go, quinn);
+    Ok(Command_::Bench(Box::new(b)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Options {
+        match parse_args(s.split_whitespace().map(String::from), Path::new("/x")).unwrap() {
+            Command_::Run(o) => *o,
+            _ => panic!("not a run"),
+        }
+    }
+
+    fn bench(s: &str) -> BenchOptions {
+        let args =
+            std::iter::once("bench-e2e".to_string()).chain(s.split_whitespace().map(String::from));
+        match parse_args(args, Path::new("/x")).unwrap() {
+            Command_::Bench(b) => *b,
+            _ => panic!("not bench-e2e"),
+        }
+    }
+
+    fn err(s: &str) -> String {
+        parse_args(s.split_whitespace().map(String::from), Path::new("/x")).unwrap_err()
+    }
+
+    #[test]
+    fn defaults_are_the_demo() {
+        let o = parse("");
+        assert_eq!(
+            o.rows,
+            [
+                "hybrid",
+                "cubic+nc=off",
+                "bbr2+nc=off",
+                "reno+nc=off",
+                "hybrid+nc=off"
+            ]
+        );
+        assert_eq!(o.reference_row(), Some("hybrid"));
+        assert_eq!(
+            o.loss.iter().map(|l| l.label.as_str()).collect::<Vec<_>>(),
+            ["0%", "5%", "10%"]
+        );
+        assert_eq!(o.loss[1].spec, "bernoulli:0.05");
+        assert_eq!(o.size, 5_000_000);
+        assert_eq!(o.path(), "/bytes/5000000");
+        assert_eq!(o.runs, 3);
+        assert_eq!(o.timeout, Duration::from_secs(10));
+        assert_eq!(o.grace(), Duration::from_millis(2500));
+        assert_eq!(o.server_line_wait(), Duration::from_secs(8));
+        assert_eq!(
+            parse("--idle-timeout 500").server_line_wait(),
+            Duration::from_secs(1)
+        );
+        assert_eq!(o.rate_bps, 20_000_000);
+        assert_eq!(o.rtt, Duration::from_millis(40));
+        assert_eq!(o.tools.bin_dir, PathBuf::from("/x"));
+        assert_eq!(o.linkem, PathBuf::from("/x/linkem"));
+        assert_eq!(o.tools.quinn_peer, PathBuf::from("/peers/quinn-peer"));
+        assert!(matches!(
+            parse_args(["--help".to_string()], Path::new("/x")).unwrap(),
+            Command_::Help(USAGE)
+        ));
+    }
+
+    #[test]
+    fn options_and_errors() {
+        let o = parse(
+            "--cc reno --loss 2% --loss ge:0.01,0.3 --size 1MB --rate 10mbit --rtt 100 \
+             --runs 5 --markdown --timeout 2.5 --per-run",
+        );
+        assert_eq!(o.rows, ["reno"]);
+        assert_eq!(o.size, 1_000_000);
+        assert_eq!(o.rtt, Duration::from_millis(100));
+        assert_eq!(o.runs, 5);
+        assert!(o.markdown && o.per_run);
+        assert_eq!(o.timeout, Duration::from_millis(2500));
+        assert_eq!(o.grace(), Duration::from_secs(1));
+        assert_eq!(o.loss[0].mean, Some(0.02));
+        assert_eq!(o.loss[1].spec, "ge:0.01,0.3");
+        assert_eq!(o.loss.len(), 2);
+        let o = parse(
+            "--rows hybrid,quiche:cubic+nc=off,hybrid+nc=auto+mode=full --reference cubic+nc=off",
+        );
+        assert_eq!(o.rows, ["hybrid", "cubic+nc=off", "hybrid+mode=full"]);
+        assert_eq!(o.reference_row(), Some("cubic+nc=off"));
+        let o = parse("--stream 8mbit/20s --rows hybrid");
+        assert_eq!(o.path(), "/stream/8mbit/20s");
+        let o = parse("--direct --rows hybrid,hybrid+nc=off");
+        assert!(o.direct);
+        assert_eq!(o.loss.len(), 1);
+        for bad in [
+            "--rate -1mbit",
+            "--loss 1.5",
+            "--runs 0",
+            "--size 0",
+            "--bogus 1",
+            "--cc",
+            "--rows hybrid,hybrid",
+            "--rows hybrid+nc=bogus",
+            "--rows hybrid --reference cubic",
+            "--stream 8mbit",
+            "--stream 8mbit/0s",
+            "--direct --loss 5%",
+            "--timeout 0",
+        ] {
+            assert!(
+                parse_args(bad.split_whitespace().map(String::from), Path::new("/x")).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(err("--rows hybrid --reference cubic").contains("not one of the rows"));
+    }
+
+    #[test]
+    fn compete_options() {
+        let o = parse("--compete hybrid,cubic --stagger 2 --loss 0");
+        assert_eq!(
+            o.compete.as_deref(),
+            Some(&["hybrid".to_string(), "cubic".into()][..])
+        );
+        assert_eq!(o.rows, ["hybrid", "cubic"]);
+        assert_eq!(o.stagger, Duration::from_secs(2));
+        assert_eq!(
+            parse("--compete a,b --stagger 500ms").stagger,
+            Duration::from_millis(500)
+        );
+        assert_eq!(parse("").compete, None);
+        assert_eq!(
+            parse("--compete quinn:bbr,hybrid+nc=off").compete.unwrap()[0],
+            "quinn:bbr"
+        );
+        for bad in [
+            "--compete cubic",
+            "--compete a,b,c",
+            "--compete a,",
+            "--compete a,b --cc cubic",
+            "--stagger 1",
+            "--compete a,b --stagger x",
+            "--compete hybrid,ngtcp2:vegas",
+            "--compete hybrid,foo:cubic",
+            "--compete a,b --stream 1mbit/1s",
+        ] {
+            assert!(
+                parse_args(bad.split_whitespace().map(String::from), Path::new("/x")).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn bench_options() {
+        let b = bench("");
+        assert_eq!(b.tables, TableKind::ALL);
+        assert_eq!(
+            (b.runs, b.loss.is_none(), b.rows.is_none()),
+            (None, true, true)
+        );
+        assert_eq!(b.cap, Duration::from_secs(90));
+        assert_eq!(
+            (b.bulk_size, b.short_size, b.cost_size),
+            (10_000_000, 1_000_000, 50_000_000)
+        );
+        assert_eq!(b.stream, "8mbit/20s");
+        assert_eq!(b.out, PathBuf::from("results"));
+        assert!(b.base.markdown);
+        let b = bench(
+            "--tables bulk,short --runs 3 --loss 0.05 --rows hybrid,quinn:bbr --cap 30 \
+             --out /tmp/r --bulk-size 2MB --stream 1mbit/2s --rate 10mbit --seed 7",
+        );
+        assert_eq!(b.tables, [TableKind::Bulk, TableKind::Short]);
+        assert_eq!(b.runs, Some(3));
+        assert_eq!(b.loss.as_ref().unwrap()[0].label, "5%");
+        assert_eq!(b.rows.as_deref().unwrap(), ["hybrid", "quinn:bbr"]);
+        assert_eq!(b.cap, Duration::from_secs(30));
+        assert_eq!(b.bulk_size, 2_000_000);
+        assert_eq!(b.stream, "1mbit/2s");
+        assert_eq!((b.base.rate_bps, b.base.seed), (10_000_000, 7));
+        let help = std::iter::once("bench-e2e".to_string()).chain(["--help".to_string()]);
+        assert!(matches!(
+            parse_args(help, Path::new("/x")).unwrap(),
+            Command_::Help(BENCH_USAGE)
+        ));
+        for bad in [
+            "--tables bulk,foo",
+            "--tables ,",
+            "--runs 0",
+            "--size 1MB",
+            "--rows hybrid --reference cubic",
+            "--cap 0",
+        ] {
+            let args = std::iter::once("bench-e2e".to_string())
+                .chain(bad.split_whitespace().map(String::from));
+            assert!(parse_args(args, Path::new("/x")).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn loss_case_labels_and_means() {
+        let ge = LossCase::parse("ge:0.1,0.3").unwrap();
+        assert!((ge.mean.unwrap() - 0.25).abs() < 1e-12);
+        assert_eq!(ge.label, "GE 25% b3.3");
+        let ge5 = LossCase::parse("ge:0.013158,0.25").unwrap();
+        assert!((ge5.mean.unwrap() - 0.05).abs() < 1e-5);
+        assert_eq!(ge5.label, "GE 5% b4");
+        let full = LossCase::parse("ge:0.01,0.3,0.001,0.5").unwrap();
+        assert_eq!(full.label, "ge:0.01,0.3,0.001,0.5");
+        let s = LossCase::parse("schedule:0-1s=none;1s-2s=all").unwrap();
+        assert_eq!(s.mean, None);
+        assert_eq!(LossCase::parse("0.001").unwrap().label, "0.1%");
+        assert_eq!(LossCase::parse("0.2").unwrap().label, "20%");
+        assert_eq!(LossCase::parse("0").unwrap().label, "0%");
+    }
+}
