@@ -50,8 +50,8 @@ use crate::filter::WindowedMin;
 use crate::growth::{AdditiveIncrease, CubicGrowth};
 use crate::state_name;
 use crate::{
-    collapse_window, cwnd_limited, slow_start_aware_rate, CodingFeedback, CommonConfig,
-    CongestionEvent, Controller, SendState,
+    cwnd_limited, slow_start_aware_rate, CodingFeedback, CommonConfig, CongestionEvent, Controller,
+    SendState,
 };
 
 /// Configuration of [`Hybrid`].
@@ -225,9 +225,10 @@ pub struct Hybrid {
     round_end: Option<u64>,
     round_lost: f64,
     round_acked: f64,
-    last_round_acked: f64,
+    /// Packets decided (acknowledged or declared lost) in the last round.
+    last_round_decided: f64,
     /// Whether the last round began with the window in use, so that
-    /// `last_round_acked` measures what the path delivers per round trip
+    /// `last_round_decided` measures what the path carries per round trip
     /// (the first rounds of a connection do not: see
     /// [`Hybrid::delivered_per_round`]).
     last_round_full: bool,
@@ -245,6 +246,10 @@ pub struct Hybrid {
     peak: LossRate,
     all: LossRate,
     round_lost_stat: f64,
+    /// Loss dispersion of off-peak rounds (see [`Hybrid::loss_dispersion`]):
+    /// decayed sums of squared deviations from the expected count and of
+    /// the binomial variances, and the decayed number of rounds.
+    dispersion: (f64, f64, f64),
     coding_rate: Option<f64>,
     recovered: f64,
     unrecovered: f64,
@@ -269,6 +274,12 @@ pub struct Hybrid {
     /// Equation (1)).
     competitive_backoffs: u64,
 }
+
+/// Per-round decay of the loss-dispersion sums.
+const DISPERSION_DECAY: f64 = 0.95;
+
+/// Upper bound of [`Hybrid::loss_dispersion`].
+const MAX_DISPERSION: f64 = 25.0;
 
 /// HyStart++'s delay-increase threshold for a base RTT:
 /// `clamp(base / 8, 4 ms, 16 ms)`.
@@ -301,7 +312,7 @@ impl Hybrid {
             round_end: None,
             round_lost: 0.0,
             round_acked: 0.0,
-            last_round_acked: 0.0,
+            last_round_decided: 0.0,
             last_round_full: false,
             round_full: false,
             round_window: cfg.common.initial_window_packets as f64,
@@ -312,6 +323,7 @@ impl Hybrid {
             peak: LossRate::new(0.99),
             all: LossRate::new(0.95),
             round_lost_stat: 0.0,
+            dispersion: (0.0, 0.0, 0.0),
             coding_rate: None,
             recovered: 0.0,
             unrecovered: 0.0,
@@ -373,7 +385,8 @@ impl Hybrid {
     /// `max(queue_range_frac * largest filtered queueing delay seen in the
     /// last queue_range_window, 2 * rttvar)`, so that on a shallow buffer, where
     /// the whole queue is smaller than the tolerance, overflow losses still
-    /// count as congestion.
+    /// count as congestion. The range cap applies only while packets that
+    /// met no queue peak are not lost ([`Hybrid::random_loss_free`]).
     pub fn queue_tolerance(&self) -> Duration {
         let min = self.rtt_min.get().unwrap_or(self.srtt);
         let tol = self
@@ -381,6 +394,12 @@ impl Hybrid {
             .queue_tolerance_min
             .max(min.mul_f64(self.cfg.queue_tolerance_frac));
         match self.rtt_recent_max.get() {
+            // Random loss off the queue peaks: a small range is our own
+            // low queue, not a shallow buffer (overflow there shows as
+            // losses correlated with the peaks, which back off anyway).
+            // Shrinking the tolerance to half our own range made every
+            // loss event under heavy random loss a backoff on jitter.
+            Some(_) if !self.random_loss_free() => tol,
             Some(max) => {
                 let range = Duration::from_secs_f64(max).saturating_sub(min);
                 // Jittery paths (large rttvar) keep the configured tolerance:
@@ -417,7 +436,9 @@ impl Hybrid {
     /// Losses per round above which a round counts as congested: the
     /// binomial mean `n p` plus `excess_sigma` standard deviations plus
     /// `excess_slack` packets, for `p` = [`Hybrid::erasure_rate`] (the
-    /// variance uses `max(p, 0.01)`). `n` is the number of packets this
+    /// variance uses `max(p, 0.01)`, includes the estimate's own,
+    /// `n^2 p(1-p)/N` for `N` packets decided so far, and is scaled by
+    /// [`Hybrid::loss_dispersion`]). `n` is the number of packets this
     /// round has decided (acknowledged or declared lost), but at least the
     /// window at the start of the round: the round in which slow start ends
     /// decides the fate of up to twice the window it started with, and
@@ -427,7 +448,30 @@ impl Hybrid {
         let n = self.round_window.max(decided).max(1.0);
         let p = self.erasure_rate();
         let var_p = p.max(0.01);
-        n * p + self.cfg.excess_sigma * (n * var_p * (1.0 - var_p)).sqrt() + self.cfg.excess_slack
+        // The estimate itself is uncertain while few packets back it (the
+        // first rounds): its variance p(1-p)/N, with N the packets decided
+        // so far, adds n^2 p(1-p)/N to the round's. Without it, an early
+        // estimate that happened to be low made random loss look like
+        // excess and ended slow start at a fraction of the path.
+        let seen = (self.all.total + decided).max(1.0);
+        let var = n * var_p * (1.0 - var_p) * (1.0 + n / seen) * self.loss_dispersion();
+        n * p + self.cfg.excess_sigma * var.sqrt() + self.cfg.excess_slack
+    }
+
+    /// How much more per-round loss counts vary than independent losses
+    /// would (1 for Bernoulli loss): the ratio of the observed squared
+    /// deviations from `n p` to the binomial variances, over rounds that
+    /// mostly met no queue peak (decayed by 5% per round; 1 until 10
+    /// rounds; at most 25). Bursty loss (Wi-Fi, cellular, Gilbert-Elliott)
+    /// loses several packets in a row: at 5% loss in bursts of 4 a round
+    /// of 75 packets loses 0 or 8 far more often than binomially, and the
+    /// excess-loss detector took those rounds for congestion.
+    pub fn loss_dispersion(&self) -> f64 {
+        let (d, b, r) = self.dispersion;
+        if r < 10.0 || b <= 0.0 {
+            return 1.0;
+        }
+        (d / b).clamp(1.0, MAX_DISPERSION)
     }
 
     /// RTT above which a packet counts as having met a queue peak for the
@@ -494,6 +538,20 @@ impl Hybrid {
 
     fn end_round(&mut self, prior_in_flight: usize) {
         let total = self.round_acked + self.round_lost_stat;
+        // Rounds that mostly met no queue peak measure how random loss is
+        // spread over rounds; overflow rounds (at the peaks) are left out,
+        // so congestion cannot mask itself.
+        if self.round_full && total >= 10.0 && self.round_c.1 >= self.round_q.1 {
+            let p = self.erasure_rate();
+            let v = p.max(0.01);
+            let dev = self.round_lost_stat - total * p;
+            let (d, b, r) = self.dispersion;
+            self.dispersion = (
+                d * DISPERSION_DECAY + dev * dev,
+                b * DISPERSION_DECAY + total * v * (1.0 - v),
+                r * DISPERSION_DECAY + 1.0,
+            );
+        }
         self.all.add_round(self.round_lost_stat, total);
         self.peak.add_round(self.round_q.0, self.round_q.1);
         self.off_peak.add_round(self.round_c.0, self.round_c.1);
@@ -501,7 +559,7 @@ impl Hybrid {
         self.round_c = (0.0, 0.0);
         self.round_lost_stat = 0.0;
         self.round_lost = 0.0;
-        self.last_round_acked = self.round_acked;
+        self.last_round_decided = total;
         self.last_round_full = self.round_full;
         // The next round measures the path only if it starts while the
         // sender is using its window (at least half of it in flight before
@@ -519,16 +577,20 @@ impl Hybrid {
         self.hs_samples = 0;
     }
 
-    /// Bytes acknowledged over the last complete round trip (or more, if
-    /// the current round has already acknowledged more): while the link is
-    /// saturated this is `C * RTT`, so `delivered * RTTmin / RTT` is the
-    /// BDP. `None` until a round that began with the window in use has
-    /// completed: before that (the initial window's first round trip) the
-    /// count is only the few packets acknowledged so far, which says
-    /// nothing about the path.
+    /// Bytes decided (acknowledged or declared lost) over the last
+    /// complete round trip (or more, if the current round has already
+    /// decided more): while the link is saturated this is `C * RTT`, so
+    /// `delivered * RTTmin / RTT` is the BDP. Lost packets count: under
+    /// random loss after the bottleneck they used the link as much as the
+    /// acknowledged ones, and a window sized on acknowledged bytes alone
+    /// is `1 - p` of the path (0.8 BDP at 20% loss). `None` until a round
+    /// that began with the window in use has completed: before that (the
+    /// initial window's first round trip) the count is only the few
+    /// packets decided so far, which says nothing about the path.
     fn delivered_per_round(&self) -> Option<f64> {
+        let current = self.round_acked + self.round_lost_stat;
         self.last_round_full
-            .then(|| self.last_round_acked.max(self.round_acked) * self.cfg.common.mss as f64)
+            .then(|| self.last_round_decided.max(current) * self.cfg.common.mss as f64)
     }
 
     /// The queueing delay that a loss in slow start must exceed to count as
@@ -565,7 +627,10 @@ impl Hybrid {
         Some((b1 - b0) as f64 / span * self.rtt_min.get()?.as_secs_f64())
     }
 
-    fn backoff(&mut self, now: Instant, beta: f64) {
+    /// Multiplies the window by `beta`. In slow start the window is first
+    /// replaced by what the path delivered over the last round, scaled by
+    /// `delivered_beta`.
+    fn backoff(&mut self, now: Instant, beta: f64, delivered_beta: f64) {
         let mss = self.cfg.common.mss as f64;
         let before = self.cwnd;
         let mut target = self.cwnd * beta;
@@ -577,7 +642,8 @@ impl Hybrid {
             // the cwnd is scaled), and a round that delivered less than the
             // initial window says no more than the initial window did.
             if let Some(delivered) = self.delivered_per_round() {
-                target = target.min(delivered.max(self.cfg.common.initial_window()) * beta);
+                target =
+                    target.min(delivered.max(self.cfg.common.initial_window()) * delivered_beta);
             }
         }
         self.cwnd = target.max(self.cfg.common.min_window());
@@ -605,6 +671,7 @@ impl Controller for Hybrid {
         out("competitive", self.competitive as u8 as f64);
         out("erasure_rate", self.erasure_rate());
         out("excess_threshold", self.excess_threshold());
+        out("loss_dispersion", self.loss_dispersion());
     }
 
     fn on_packet_sent(
@@ -758,7 +825,14 @@ impl Controller for Hybrid {
                     self.stats.delay_backoffs += 1;
                 }
                 let queue_before = self.queueing_delay().filter(|_| self.queue_detected());
-                self.backoff(ev.now, beta);
+                // Leaving slow start, the delivery measurement has already
+                // removed the overshoot: the delivered window is scaled by
+                // the queue it met (Equation (1)), not by the excess-loss
+                // cap as well. Capping it too left the window at 0.7 BDP
+                // after a slow start ended by random loss, and linear
+                // increase took seconds to refill the path.
+                let delivered_beta = beta.max(beta_delay);
+                self.backoff(ev.now, beta, delivered_beta);
                 // The losses that triggered this backoff are accounted for.
                 self.round_lost = 0.0;
                 // An Equation (1) backoff should drain the queue this flow
@@ -842,9 +916,16 @@ impl Controller for Hybrid {
         }
     }
 
+    /// Persistent congestion (RFC 9002 section 7.6.2): the window drops to
+    /// the minimum and slow start begins again, as in RFC 9002 and unlike
+    /// TCP's RTO without halving the slow-start threshold, which hybrid's
+    /// slow start does not use: it ends on delay or excess loss. After an
+    /// outage or a lost tail under random loss the path is usually as wide
+    /// as before; congestion avoidance from half a window would need
+    /// seconds to find that out.
     fn on_retransmission_timeout(&mut self, packets_retransmitted: bool) {
         if packets_retransmitted {
-            collapse_window(&mut self.cwnd, &mut self.ssthresh, 0.5, &self.cfg.common);
+            self.cwnd = self.cfg.common.min_window();
             self.slow_start = true;
             self.ai.reset();
             self.cubic.reset();

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use congestion::sim::{AckPolicy, Algo, FlowSpec, LinkConfig, SimReport, Simulation};
+use congestion::sim::{AckPolicy, Algo, CodingModel, FlowSpec, LinkConfig, SimReport, Simulation};
 
 fn ms(v: u64) -> Duration {
     Duration::from_millis(v)
@@ -366,25 +366,38 @@ fn hybrid_vs_bbr_like_queue_drops_at_ten_percent_loss() {
 /// 2.1 s (10 MB in 5.0 s). After: at most 1.0 s, 0.72 s and 4.61 s.
 #[test]
 fn hybrid_start_up_under_random_loss_is_not_bimodal() {
-    for p in [0.05, 0.10, 0.20] {
-        for seed in 1..=5 {
+    for (p, seed, coded) in [0.05, 0.10, 0.20]
+        .into_iter()
+        .flat_map(|p| (1..=5).map(move |s| (p, s)))
+        .flat_map(|(p, s)| [(p, s, false), (p, s, true)])
+    {
+        {
             let link = LinkConfig::bdp_buffer(20.0, ms(40))
                 .with_loss(p, p)
                 .with_seed(seed);
             let mut sim = Simulation::new(link);
             sim.record_delivery();
-            sim.add_flow(
-                Algo::Hybrid
-                    .flow(ms(40))
-                    .quiche_start()
-                    .with_acks(AckPolicy::quiche()),
-            );
+            let mut flow = Algo::Hybrid
+                .flow(ms(40))
+                .quiche_start()
+                .with_acks(AckPolicy::quiche());
+            if coded {
+                // The coding layer's erasure-rate estimate from the first
+                // packets on (noisy while few packets back it).
+                flow = flow.with_coding(CodingModel {
+                    erasure_rate: true,
+                    recovered: true,
+                    dof_rtt: false,
+                });
+            }
+            sim.add_flow(flow);
             let r = sim.run(secs(6), Duration::ZERO);
             let f = &r.flows[0];
             let t80 = f.time_to_rate(0.8 * 20e6, ms(200));
             let t1 = f.time_to_receive(1_000_000);
             let t10 = f.time_to_receive(10_000_000);
-            let case = format!("p={p} seed={seed}: t80 {t80:?}, 1 MB {t1:?}, 10 MB {t10:?}");
+            let case =
+                format!("p={p} seed={seed} coded={coded}: t80 {t80:?}, 1 MB {t1:?}, 10 MB {t10:?}");
             assert!(t80.is_some_and(|t| t <= ms(1500)), "{case}");
             assert!(t1.is_some_and(|t| t <= secs(1)), "{case}");
             assert!(t10.is_some_and(|t| t <= secs(5)), "{case}");

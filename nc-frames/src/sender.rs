@@ -142,9 +142,11 @@ pub struct NcSender {
     repair_times: VecDeque<(u64, Instant)>,
     repair_acked_end: u64,
     loss_prev: (u64, u64),
-    /// EWMA of the NC_ACK counter samples (the policies see
-    /// [`NcSender::loss_estimate`], which also folds in transport losses).
+    /// Loss rate from the NC_ACK counters: decayed (lost, sent) packet
+    /// counts (see [`LOSS_MEMORY_PACKETS`]); the policies see
+    /// [`NcSender::loss_estimate`], which also folds in transport losses.
     loss_ack: f64,
+    loss_counts: (f64, f64),
     /// Source index / repair sequence up to which the NC_ACK counters were
     /// last folded into `loss_ack` (losses below are already counted).
     cov_src: u64,
@@ -199,6 +201,14 @@ pub struct WrittenRepair {
     pub tail: bool,
 }
 
+/// Memory of the NC_ACK loss estimate in packets: each packet's weight
+/// decays by `1 - 1/LOSS_MEMORY_PACKETS` per packet sent after it. Counts,
+/// not an average of samples started at zero, so the first samples are
+/// unbiased (an EWMA from zero read 5.6% for 10% loss after 100 packets,
+/// and the controller took the difference for congestion), and a sample
+/// weighs by the packets it covers.
+const LOSS_MEMORY_PACKETS: f64 = 500.0;
+
 /// Weight, in packets, of the NC_ACK loss estimate when transport-declared
 /// losses not yet covered by NC_ACK counters are folded in.
 const LOSS_PRIOR_PACKETS: f64 = 64.0;
@@ -245,6 +255,7 @@ impl NcSender {
             repair_acked_end: 0,
             loss_prev: (0, 0),
             loss_ack: 0.0,
+            loss_counts: (0.0, 0.0),
             cov_src: 0,
             cov_rep: 0,
             lost_src: VecDeque::new(),
@@ -654,8 +665,11 @@ impl NcSender {
         if sent_cov >= ps + 16 && recv >= pr {
             let ds = (sent_cov - ps) as f64;
             let dr = (recv - pr) as f64;
-            let sample = (1.0 - dr / ds).clamp(0.0, 0.95);
-            self.loss_ack = 0.8 * self.loss_ack + 0.2 * sample;
+            let keep = (1.0 - 1.0 / LOSS_MEMORY_PACKETS).powf(ds);
+            let (lost, sent) = self.loss_counts;
+            let (lost, sent) = (lost * keep + (ds - dr).max(0.0), sent * keep + ds);
+            self.loss_counts = (lost, sent);
+            self.loss_ack = (lost / sent).clamp(0.0, 0.95);
             self.loss_prev = (sent_cov, recv);
             // Transport losses below this point are now in the counters.
             self.cov_src = self.cov_src.max(ack.max_seq);

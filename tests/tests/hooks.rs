@@ -27,6 +27,8 @@ use quiche::extension::TransportExtension;
 struct CcLog {
     created: usize,
     sent: usize,
+    /// Send time the controller was given for each packet.
+    sent_times: Vec<Instant>,
     events: usize,
     acked: usize,
     lost: usize,
@@ -40,8 +42,10 @@ struct FixedWindow {
 }
 
 impl cc::CongestionController for FixedWindow {
-    fn on_packet_sent(&mut self, _: Instant, _: usize, _: u64, _: usize, _: bool) {
-        self.log.lock().unwrap().sent += 1;
+    fn on_packet_sent(&mut self, t: Instant, _: usize, _: u64, _: usize, _: bool) {
+        let mut l = self.log.lock().unwrap();
+        l.sent += 1;
+        l.sent_times.push(t);
     }
 
     fn on_congestion_event(&mut self, ev: &cc::CongestionEvent) {
@@ -133,6 +137,18 @@ fn external_controller_window_and_pacing_govern_sending() {
         "paced span {span:?}, expected about {expect:?}"
     );
     assert!(log.lock().unwrap().sent >= flight.len());
+    // A datagram is released at the time the controller was told it was
+    // sent (the time its RTT samples start from), not a pacing interval
+    // later.
+    let l = log.lock().unwrap();
+    let times = &l.sent_times[l.sent_times.len() - flight.len()..];
+    for (i, ((_, at), sent)) in flight.iter().zip(times).enumerate() {
+        let gap = if at > sent { *at - *sent } else { *sent - *at };
+        assert!(
+            gap < Duration::from_micros(100),
+            "datagram {i}: released {gap:?} from its send time"
+        );
+    }
 }
 
 #[test]
