@@ -127,6 +127,11 @@ pub struct NcSender {
     acked_clear: VecDeque<bool>,   // transport-acked in clear, same range
     lost_clear: VecDeque<bool>,    // transport-declared lost, same range
     times_base: u64,
+    /// Sources at or beyond `unknown_from` (the peer's MAX_SEQ) neither
+    /// acknowledged nor declared lost: `Ctx::sources_inflight`, kept up to
+    /// date incrementally (it is read several times per packet).
+    unknown: u64,
+    unknown_from: u64,
     srtt: Option<Duration>,
     rttvar: Duration,
     repair_seq: u64,
@@ -239,6 +244,8 @@ impl NcSender {
             acked_clear: VecDeque::new(),
             lost_clear: VecDeque::new(),
             times_base: 0,
+            unknown: 0,
+            unknown_from: 0,
             srtt: None,
             rttvar: rtt / 2,
             repair_seq: 0,
@@ -482,6 +489,9 @@ impl NcSender {
         self.send_times.push_back(now);
         self.acked_clear.push_back(false);
         self.lost_clear.push_back(false);
+        if idx >= self.unknown_from {
+            self.unknown += 1;
+        }
         self.stats.sources += 1;
         self.ctx.sent_total += 1;
         self.refresh_ctx();
@@ -683,6 +693,7 @@ impl NcSender {
         self.ctx.i_r = ack.i_r;
         self.ctx.max_seq = ack.max_seq;
         self.ctx.diff = ack.diff;
+        self.advance_unknown_from(ack.max_seq);
         self.enc.slide_to(ack.i_q.max(self.abandon_point));
         while self.times_base < ack.i_p && !self.send_times.is_empty() {
             self.send_times.pop_front();
@@ -714,7 +725,11 @@ impl NcSender {
     /// seen/decoded progress.
     pub fn on_source_acked(&mut self, index: u64, _now: Instant) {
         if let Some(off) = index.checked_sub(self.times_base) {
-            if let Some(a) = self.acked_clear.get_mut(off as usize) {
+            let off = off as usize;
+            if let Some(a) = self.acked_clear.get_mut(off) {
+                if !*a && !self.lost_clear[off] && index >= self.unknown_from {
+                    self.unknown -= 1;
+                }
                 *a = true;
             }
         }
@@ -748,6 +763,9 @@ impl NcSender {
             return;
         }
         self.lost_clear[off] = true;
+        if index >= self.unknown_from {
+            self.unknown -= 1;
+        }
         if index >= self.cov_src {
             self.lost_src.push_back(index);
             if self.lost_src.len() > self.cfg.max_window + 64 {
@@ -872,6 +890,7 @@ impl NcSender {
             }
             self.abandon_point = new_point;
             self.enc.slide_to(new_point);
+            self.advance_unknown_from(new_point);
             while self.times_base < new_point && !self.send_times.is_empty() {
                 self.send_times.pop_front();
                 self.acked_clear.pop_front();
@@ -880,6 +899,23 @@ impl NcSender {
             }
             self.window_frame_due = Some(now);
         }
+    }
+
+    /// Moves the start of the `unknown` count forward to `to`, uncounting
+    /// the sources it passes.
+    fn advance_unknown_from(&mut self, to: u64) {
+        if to <= self.unknown_from {
+            return;
+        }
+        let lo = self.unknown_from.max(self.times_base);
+        let hi = to.min(self.times_base + self.send_times.len() as u64);
+        for i in lo..hi {
+            let off = (i - self.times_base) as usize;
+            if !self.acked_clear[off] && !self.lost_clear[off] {
+                self.unknown -= 1;
+            }
+        }
+        self.unknown_from = to;
     }
 
     fn push_progress_event(&mut self, ev: SenderEvent) {
@@ -933,14 +969,16 @@ impl NcSender {
         ctx.lost_unreported = unreported.clone().count() as u64;
         ctx.lost_end = unreported.map(|&i| i + 1).max().unwrap_or(mq).max(mq);
         // Sources beyond the peer's report whose fate is unknown.
-        let from = mq.max(self.times_base) - self.times_base;
-        ctx.sources_inflight = self
-            .acked_clear
-            .iter()
-            .zip(&self.lost_clear)
-            .skip(from as usize)
-            .filter(|(a, l)| !**a && !**l)
-            .count() as u64;
+        ctx.sources_inflight = self.unknown;
+        debug_assert_eq!(self.unknown, {
+            let from = self.unknown_from.max(self.times_base) - self.times_base;
+            self.acked_clear
+                .iter()
+                .zip(&self.lost_clear)
+                .skip(from as usize)
+                .filter(|(a, l)| !**a && !**l)
+                .count() as u64
+        });
         // Extra repairs beyond the newest the peer reports, not found lost.
         let end = self.repair_acked_end;
         let out = self.repairs_out.iter().filter(|r| r.0 >= end);
