@@ -103,6 +103,22 @@ impl Server {
     pub fn url(&self, path: &str) -> String {
         format!("https://127.0.0.1:{}{path}", self.port)
     }
+
+    /// Stops the server the way a user does (SIGTERM: it closes its
+    /// connections and flushes their qlogs), killing it if it does not exit
+    /// within the hang guard.
+    pub fn stop(mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < HANG_GUARD {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Server {
