@@ -461,7 +461,7 @@ mod tests {
         assert_eq!(stream.timeout, Duration::from_secs(50));
         let cost = &p[3].opts;
         assert!(cost.direct);
-        assert_eq!((cost.size, cost.loss.len()), (50_000_000, 1));
+        assert_eq!((cost.size, cost.loss.len()), (300_000_000, 1));
         assert_eq!(cost.rows, ["hybrid", "hybrid+nc=off"]);
         assert_eq!(cost.reference_row(), Some("hybrid+nc=off"));
         let c = caption(&p[0], Some(Duration::from_secs(600)));

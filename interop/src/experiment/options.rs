@@ -96,7 +96,7 @@ everything (every run, every cell, the targets) to OUT/bench-e2e-TIME.json.
   short   1 MB downloads; loss 0,5,20%; the same rows; 5 runs
   stream  GET /stream/8mbit/20s; loss 0,5,20%; rows hybrid, hybrid+nc=off,
           cubic+nc=off; delivery delay mean/p50/p99/max; 3 runs
-  cost    CPU seconds (server + client, user + system) per MB of 50 MB
+  cost    CPU seconds (server + client, user + system) per MB of 300 MB
           loopback downloads without linkem, hybrid vs hybrid+nc=off; 3 runs
 
   --tables LIST      which tables, in order (default bulk,short,stream,cost)
@@ -111,7 +111,7 @@ everything (every run, every cell, the targets) to OUT/bench-e2e-TIME.json.
   --bulk-size B      bulk download size (default 10MB)
   --short-size B     short download size (default 1MB)
   --stream RATE/DUR  the streaming resource (default 8mbit/20s)
-  --cost-size B      cost download size (default 50MB)
+  --cost-size B      cost download size (default 300MB)
   --out DIR          where the JSON and markdown go (default results)
   --per-run          also print every table's individual runs
   --rate, --rtt, --buffer, --loss-position, --seed, --spin, --no-realtime,
@@ -692,7 +692,7 @@ fn parse_bench(args: impl Iterator<Item = String>, exe_dir: &Path) -> Result<Com
         bulk_size: 10_000_000,
         short_size: 1_000_000,
         stream: "8mbit/20s".into(),
-        cost_size: 50_000_000,
+        cost_size: 300_000_000,
         out: PathBuf::from("results"),
     };
     let (mut linkem, mut quic_go, mut quinn) = (None, None, None);
@@ -915,7 +915,7 @@ mod tests {
         assert_eq!(b.cap, Duration::from_secs(90));
         assert_eq!(
             (b.bulk_size, b.short_size, b.cost_size),
-            (10_000_000, 1_000_000, 50_000_000)
+            (10_000_000, 1_000_000, 300_000_000)
         );
         assert_eq!(b.stream, "8mbit/20s");
         assert_eq!(b.out, PathBuf::from("results"));
