@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::link::{Buffer, LinkConfig, LossPosition};
 use crate::loss::LossSchedule;
 use crate::relay::RelayConfig;
+use crate::trace::TraceConfig;
 use crate::units::{parse_buffer, parse_duration, parse_rate, BufferSpec};
 
 /// Usage text of `linkem`.
@@ -23,9 +24,15 @@ usage: linkem --upstream ADDR [--upstream ADDR2 ...] [options]
                          upstream (or the last one), all sharing the same links
   --rate R               bottleneck rate both ways, e.g. 20mbit, 500kbit (default unlimited)
   --rate-up/--rate-down R      per direction (up = client->server)
+  --trace FILE           capacity from a mahimahi mm-link trace both ways (one line
+                         per 1500-byte delivery opportunity, ms timestamps,
+                         repeated at its end) instead of --rate
+  --trace-up/--trace-down FILE
+  --trace-offset D       start this far into the trace(s) (default 0)
   --delay D              one-way propagation delay both ways, e.g. 20ms (default 0)
   --delay-up/--delay-down D
-  --buffer B             drop-tail buffer: bdp (default), 64p, 100kB, unlimited
+  --buffer B             drop-tail buffer: bdp (default; with a trace, at its mean
+                         rate), 64p, 100kB, unlimited
   --buffer-up/--buffer-down B
   --loss L               loss model both ways (default none):
                            none | all | bernoulli:P | ge:p,r[,loss_good,loss_bad]
@@ -100,6 +107,8 @@ pub fn parse_linkem_args<I: IntoIterator<Item = String>>(args: I) -> Result<Link
     let mut delay: Pair<Duration> = Pair::default();
     let mut buffer: Pair<BufferSpec> = Pair::default();
     let mut loss: Pair<LossSchedule> = Pair::default();
+    let mut trace: Pair<PathBuf> = Pair::default();
+    let mut trace_offset = Duration::ZERO;
     let mut position = LossPosition::default();
     let mut seed = 1u64;
     let mut stats = None;
@@ -149,6 +158,10 @@ pub fn parse_linkem_args<I: IntoIterator<Item = String>>(args: I) -> Result<Link
             "--loss" => loss.both = Some(LossSchedule::parse(v).map_err(ctx)?),
             "--loss-up" => loss.up = Some(LossSchedule::parse(v).map_err(ctx)?),
             "--loss-down" => loss.down = Some(LossSchedule::parse(v).map_err(ctx)?),
+            "--trace" => trace.both = Some(PathBuf::from(v)),
+            "--trace-up" => trace.up = Some(PathBuf::from(v)),
+            "--trace-down" => trace.down = Some(PathBuf::from(v)),
+            "--trace-offset" => trace_offset = parse_duration(v).map_err(ctx)?,
             "--loss-position" => {
                 position = match v {
                     "before" => LossPosition::BeforeQueue,
@@ -197,9 +210,27 @@ pub fn parse_linkem_args<I: IntoIterator<Item = String>>(args: I) -> Result<Link
     let d_down = delay.get(false).unwrap_or_default();
     let rtt = d_up + d_down;
     let mk = |up: bool| -> Result<LinkConfig, String> {
-        let r = rate.get(up).flatten();
+        let dir = if up { "up" } else { "down" };
+        let tr = match trace.get(up) {
+            Some(p) => Some(
+                TraceConfig::load(&p, trace_offset).map_err(|e| format!("--trace-{dir}: {e}"))?,
+            ),
+            None => None,
+        };
+        let own_rate = if up { rate.up } else { rate.down };
+        if tr.is_some() && own_rate.flatten().is_some() {
+            return Err(format!(
+                "--rate-{dir} and a trace for the {dir} link exclude each other"
+            ));
+        }
+        let r = if tr.is_some() {
+            None
+        } else {
+            rate.get(up).flatten()
+        };
+        let bdp_rate = r.or(tr.as_ref().map(|t| t.mean_rate_bps));
         let buf = match buffer.get(up).unwrap_or(BufferSpec::Bdp) {
-            BufferSpec::Bdp => Buffer::bdp(r, rtt, crate::MTU as u64),
+            BufferSpec::Bdp => Buffer::bdp(bdp_rate, rtt, crate::MTU as u64),
             BufferSpec::Packets(p) => Buffer::Packets(p),
             BufferSpec::Bytes(b) => Buffer::Bytes(b),
             BufferSpec::Unlimited => Buffer::Unlimited,
@@ -210,6 +241,7 @@ pub fn parse_linkem_args<I: IntoIterator<Item = String>>(args: I) -> Result<Link
             buffer: buf,
             loss: loss.get(up).unwrap_or_else(LossSchedule::none),
             loss_position: position,
+            trace: tr,
         };
         c.validate()
             .map_err(|e| format!("{} link: {e}", if up { "up" } else { "down" }))?;
@@ -299,6 +331,45 @@ mod tests {
         let o = parse("--upstream 127.0.0.1:1").unwrap();
         assert_eq!(o.relay.upstreams, [a]);
         assert_eq!(o.relay.max_clients, 1);
+    }
+
+    #[test]
+    fn traces() {
+        let dir = std::env::temp_dir().join(format!("linkem-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.down");
+        // 4 opportunities per 2 ms = 24 Mbit/s.
+        std::fs::write(&good, "1\n1\n2\n2\n").unwrap();
+        let bad = dir.join("bad.up");
+        std::fs::write(&bad, "1\n2\nfast\n").unwrap();
+        let g = good.display();
+        let o = parse(&format!(
+            "--upstream 127.0.0.1:1 --rate 10mbit --trace-down {g} --delay 20ms --trace-offset 1s"
+        ))
+        .unwrap();
+        let t = o.relay.down.trace.as_ref().unwrap();
+        assert_eq!((t.opportunities, t.mean_rate_bps), (4, 24_000_000));
+        assert_eq!(t.offset, Duration::from_secs(1));
+        assert_eq!(o.relay.down.rate_bps, None);
+        // bdp at the trace's mean rate: 24 Mbit/s × 40 ms.
+        assert_eq!(o.relay.down.buffer, Buffer::Bytes(120_000));
+        assert_eq!(o.relay.up.rate_bps, Some(10_000_000));
+        assert!(o.relay.up.trace.is_none());
+        let o = parse(&format!("--upstream 127.0.0.1:1 --trace {g} --buffer 100p")).unwrap();
+        assert!(o.relay.up.trace.is_some() && o.relay.down.trace.is_some());
+        let e = parse(&format!(
+            "--upstream 127.0.0.1:1 --trace-up {}",
+            bad.display()
+        ))
+        .unwrap_err();
+        assert!(e.contains("bad.up:3:") && e.contains("'fast'"), "{e}");
+        let e = parse(&format!(
+            "--upstream 127.0.0.1:1 --rate-down 5mbit --trace-down {g}"
+        ))
+        .unwrap_err();
+        assert!(e.contains("exclude"), "{e}");
+        assert!(parse("--upstream 127.0.0.1:1 --trace /nonexistent/trace").is_err());
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //!
 //! * [`link`]: sans-IO model of one direction of an emulated link
 //!   (rate, drop-tail buffer, delay, loss) in virtual time.
+//! * [`trace`]: trace-driven capacity (mahimahi `mm-link` traces).
 //! * [`loss`]: loss models (Bernoulli, Gilbert–Elliott) and time schedules.
 //! * [`relay`]: a real UDP relay on top of the model (`linkem`).
 //! * [`experiment`]: the `nc-experiment` runner (spawns processes only): the
@@ -25,6 +26,7 @@ pub mod peer;
 pub mod relay;
 pub mod rng;
 pub mod rxstamp;
+pub mod trace;
 pub mod units;
 
 /// Maximum UDP payload size the emulator expects on the path (bytes); also

@@ -4,13 +4,15 @@
 //!
 //! 1. the loss model, if [`LossPosition::BeforeQueue`];
 //! 2. a drop-tail FIFO buffer feeding a bottleneck that serialises at
-//!    `rate` bit/s (a packet of `L` bytes occupies it for `8L/rate` s);
+//!    `rate` bit/s (a packet of `L` bytes occupies it for `8L/rate` s), or
+//!    that follows a capacity trace's delivery opportunities
+//!    ([`crate::trace`]);
 //! 3. the loss model, if [`LossPosition::AfterQueue`] (the default): the
 //!    packet has then consumed bottleneck capacity even if it is lost;
 //! 4. a constant propagation delay.
 //!
-//! Because the bottleneck is FIFO with a constant rate and the delay is
-//! constant, the delivery time of each packet is known when it arrives, so
+//! Because the bottleneck is FIFO with a constant rate (or a schedule fixed
+//! in advance) and the delay is constant, the delivery time of each packet is known when it arrives, so
 //! [`Link::on_packet`] returns the complete [`Verdict`] at once. Everything
 //! is computed from the `now` arguments (virtual time); nothing reads a clock.
 
@@ -21,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::loss::{LossSchedule, LossState};
 use crate::rng::Rng;
+use crate::trace::{TraceConfig, TraceService, HEADER_BYTES};
 
 /// Hard cap on packets held in the bottleneck buffer of one [`Link`],
 /// whatever its [`Buffer`] setting, to keep memory bounded.
@@ -78,6 +81,9 @@ pub struct LinkConfig {
     pub loss: LossSchedule,
     /// Loss before or after the bottleneck queue.
     pub loss_position: LossPosition,
+    /// Capacity from a trace instead of `rate_bps` (which must then be `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceConfig>,
 }
 
 impl Default for LinkConfig {
@@ -88,6 +94,7 @@ impl Default for LinkConfig {
             buffer: Buffer::Unlimited,
             loss: LossSchedule::none(),
             loss_position: LossPosition::default(),
+            trace: None,
         }
     }
 }
@@ -97,6 +104,9 @@ impl LinkConfig {
     pub fn validate(&self) -> Result<(), String> {
         if self.rate_bps == Some(0) {
             return Err("rate must be > 0 (omit it for an unlimited rate)".into());
+        }
+        if self.rate_bps.is_some() && self.trace.is_some() {
+            return Err("a rate and a trace exclude each other".into());
         }
         match self.buffer {
             Buffer::Packets(0) => return Err("buffer must hold at least one packet".into()),
@@ -146,6 +156,23 @@ pub struct LinkStats {
     pub peak_backlog_bytes: u64,
     /// Largest buffer occupancy seen, in packets (including the packet in service).
     pub peak_backlog_packets: u64,
+    /// Time delivered packets spent at the bottleneck (queue + own service),
+    /// mean in microseconds (0 before the first packet).
+    #[serde(default)]
+    pub sojourn_mean_us: u64,
+    /// The same, 95th percentile (about 3 % resolution).
+    #[serde(default)]
+    pub sojourn_p95_us: u64,
+    /// The same, 99th percentile.
+    #[serde(default)]
+    pub sojourn_p99_us: u64,
+    /// The same, maximum.
+    #[serde(default)]
+    pub sojourn_max_us: u64,
+    /// With a trace: the capacity it offered since the start, in bytes
+    /// (opportunities × 1500), so utilisation = forwarded / offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_bytes: Option<u64>,
 }
 
 /// One direction of an emulated link (sans-IO).
@@ -161,6 +188,8 @@ pub struct Link {
     backlog: VecDeque<(Instant, u64)>,
     backlog_bytes: u64,
     stats: LinkStats,
+    trace: Option<TraceService>,
+    sojourn: Histogram,
 }
 
 impl Link {
@@ -168,6 +197,7 @@ impl Link {
     /// The same `cfg`, `seed` and packet sequence always give the same verdicts.
     pub fn new(cfg: LinkConfig, seed: u64, start: Instant) -> Self {
         let loss_state = LossState::new(&cfg.loss);
+        let trace = cfg.trace.as_ref().map(TraceService::new);
         Link {
             cfg,
             rng: Rng::new(seed),
@@ -178,6 +208,8 @@ impl Link {
             backlog: VecDeque::new(),
             backlog_bytes: 0,
             stats: LinkStats::default(),
+            trace,
+            sojourn: Histogram::default(),
         }
     }
 
@@ -186,9 +218,25 @@ impl Link {
         &self.cfg
     }
 
-    /// Counters so far.
+    /// Counters so far (without the sojourn summary and offered capacity,
+    /// which [`Link::stats_at`] adds).
     pub fn stats(&self) -> &LinkStats {
         &self.stats
+    }
+
+    /// Counters as of `now`, with the sojourn-time summary and, on a
+    /// trace-driven link, the capacity offered until `now`.
+    pub fn stats_at(&self, now: Instant) -> LinkStats {
+        let mut s = self.stats.clone();
+        s.sojourn_mean_us = self.sojourn.mean();
+        s.sojourn_p95_us = self.sojourn.quantile(0.95);
+        s.sojourn_p99_us = self.sojourn.quantile(0.99);
+        s.sojourn_max_us = self.sojourn.max;
+        s.offered_bytes = self
+            .trace
+            .as_ref()
+            .map(|t| t.offered_bytes(now.saturating_duration_since(self.start).as_nanos() as u64));
+        s
     }
 
     /// Current buffer occupancy `(bytes, packets)` as of the last call's `now`.
@@ -239,7 +287,7 @@ impl Link {
             return Verdict::Lost;
         }
 
-        let finish = if self.cfg.rate_bps.is_some() {
+        let finish = if self.cfg.rate_bps.is_some() || self.trace.is_some() {
             let full = match self.cfg.buffer {
                 Buffer::Packets(p) => self.backlog.len() as u64 + 1 > p,
                 Buffer::Bytes(b) => self.backlog_bytes + lenb > b,
@@ -250,8 +298,16 @@ impl Link {
                 self.stats.queue_drop_bytes += lenb;
                 return Verdict::QueueDrop;
             }
-            let begin = self.busy_until.max(now);
-            let finish = begin + self.tx_time(len);
+            let finish = match &mut self.trace {
+                Some(t) => {
+                    let at = now.saturating_duration_since(self.start).as_nanos() as u64;
+                    self.start + Duration::from_nanos(t.serve(at, lenb + HEADER_BYTES))
+                }
+                None => {
+                    let begin = self.busy_until.max(now);
+                    begin + self.tx_time(len)
+                }
+            };
             self.busy_until = finish;
             self.backlog.push_back((finish, lenb));
             self.backlog_bytes += lenb;
@@ -272,7 +328,83 @@ impl Link {
         }
         self.stats.forwarded_packets += 1;
         self.stats.forwarded_bytes += lenb;
+        self.sojourn.add(finish.saturating_duration_since(now));
         Verdict::Deliver(finish + self.cfg.delay)
+    }
+}
+
+/// Log-linear histogram of durations in microseconds: exact below 64 µs,
+/// then 32 buckets per power of two (about 3 % wide). Fixed size.
+#[derive(Clone, Debug)]
+struct Histogram {
+    counts: Vec<u64>,
+    n: u64,
+    sum: u128,
+    max: u64,
+}
+
+const HIST_BUCKETS: usize = 64 + 40 * 32;
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            counts: vec![0; HIST_BUCKETS],
+            n: 0,
+            sum: 0,
+            max: 0,
+        }
+    }
+}
+
+impl Histogram {
+    fn index(us: u64) -> usize {
+        if us < 64 {
+            return us as usize;
+        }
+        let e = 63 - us.leading_zeros() as usize; // >= 6
+        let sub = ((us >> (e - 5)) & 31) as usize;
+        (64 + (e - 6) * 32 + sub).min(HIST_BUCKETS - 1)
+    }
+
+    /// Smallest value of bucket `i`.
+    fn low(i: usize) -> u64 {
+        if i < 64 {
+            return i as u64;
+        }
+        let (e, sub) = ((i - 64) / 32 + 6, (i - 64) % 32);
+        (32 + sub as u64) << (e - 5)
+    }
+
+    fn add(&mut self, d: Duration) {
+        let us = d.as_micros().min(u64::MAX as u128) as u64;
+        self.counts[Self::index(us)] += 1;
+        self.n += 1;
+        self.sum += us as u128;
+        self.max = self.max.max(us);
+    }
+
+    fn mean(&self) -> u64 {
+        if self.n == 0 {
+            0
+        } else {
+            (self.sum / self.n as u128) as u64
+        }
+    }
+
+    /// The lower edge of the bucket holding the `q` quantile (capped at max).
+    fn quantile(&self, q: f64) -> u64 {
+        if self.n == 0 {
+            return 0;
+        }
+        let rank = ((q * self.n as f64).ceil() as u64).clamp(1, self.n);
+        let mut seen = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return Self::low(i).min(self.max);
+            }
+        }
+        self.max
     }
 }
 
@@ -570,5 +702,139 @@ mod tests {
         assert!(c.validate().is_ok());
         c.rate_bps = Some(0);
         assert!(c.validate().is_err());
+    }
+    fn trace_link(ms: Vec<u64>, buffer: Buffer) -> LinkConfig {
+        LinkConfig {
+            buffer,
+            trace: Some(crate::trace::TraceConfig::new(
+                crate::trace::Trace::from_ms(ms).unwrap(),
+                "synthetic",
+                Duration::ZERO,
+            )),
+            ..Default::default()
+        }
+    }
+
+    /// Offers `len`-byte packets every `gap` for `dur`; returns
+    /// (delivered bytes by `dur`, per-packet sojourn times).
+    fn saturate(
+        l: &mut Link,
+        t0: Instant,
+        len: usize,
+        gap: Duration,
+        dur: Duration,
+    ) -> (u64, Vec<Duration>) {
+        let (mut bytes, mut sojourn, mut t) = (0u64, Vec::new(), t0);
+        while t < t0 + dur {
+            if let Verdict::Deliver(at) = l.on_packet(t, len) {
+                let leave = at - l.config().delay;
+                if leave <= t0 + dur {
+                    bytes += len as u64;
+                }
+                sojourn.push(leave - t);
+            }
+            t += gap;
+        }
+        (bytes, sojourn)
+    }
+
+    #[test]
+    fn constant_trace_delivers_its_capacity() {
+        // One opportunity per ms (12 Mbit/s), 10 s, offered 2× the capacity
+        // with 1472-byte datagrams (1500 B with headers: one per opportunity).
+        let t0 = Instant::now();
+        let ms_list: Vec<u64> = (1..=1000).collect();
+        let mut l = Link::new(trace_link(ms_list, Buffer::Packets(50)), 1, t0);
+        let (bytes, soj) = saturate(&mut l, t0, 1472, Duration::from_micros(500), ms(10_000));
+        // Bound: every opportunity but the first carries one packet.
+        let opps = 10_000u64;
+        assert!(
+            bytes <= opps * 1472 && bytes >= (opps - 1) * 1472,
+            "{bytes}"
+        );
+        let st = l.stats_at(t0 + ms(10_000));
+        assert_eq!(st.offered_bytes, Some(opps * 1500));
+        // Full 50-packet queue: sojourn settles at 50 ms (one packet per ms).
+        let late = &soj[soj.len() - 100..];
+        assert!(
+            late.iter().all(|d| *d > ms(48) && *d <= ms(51)),
+            "{:?}",
+            &late[..3]
+        );
+        assert!(st.queue_drop_packets > 9_000);
+        assert!(
+            st.sojourn_p95_us >= 48_000 && st.sojourn_p95_us <= 51_000,
+            "{st:?}"
+        );
+    }
+
+    #[test]
+    fn square_wave_trace_follows_the_schedule() {
+        // 50 ms with 2 opportunities per ms, then 50 ms with none; period 100 ms.
+        let t0 = Instant::now();
+        let mut v = Vec::new();
+        for m in 0..50u64 {
+            v.extend([m, m]);
+        }
+        v.push(100);
+        let mut l = Link::new(trace_link(v, Buffer::Unlimited), 1, t0);
+        // Paced at one 1000-byte packet per ms (below the on-phase rate).
+        for i in 0..2000u64 {
+            let t = t0 + ms(i) + Duration::from_micros(100);
+            let Verdict::Deliver(at) = l.on_packet(t, 1000) else {
+                panic!()
+            };
+            let d = at - t;
+            // The on phase's last opportunities are at 49.0 ms: a packet
+            // arriving at 49.1 ms already waits for the next period.
+            if i < 49 {
+                // First on phase: served by the next ms's opportunities.
+                assert!(d <= ms(1), "i={i} d={d:?}");
+            } else if i % 100 < 49 {
+                // Later on phases: behind what queued during the off phase,
+                // which drains at 2 - 1 = 1 packet per ms.
+                assert!(d <= ms(26), "i={i} d={d:?}");
+            } else {
+                // Off phase: waits for the next period's opportunities, behind
+                // the packets queued before it (served two per ms).
+                let wait_to_on = ms(100 - i % 100) - Duration::from_micros(100);
+                assert!(d >= wait_to_on && d <= wait_to_on + ms(26), "i={i} d={d:?}");
+            }
+        }
+        // The link delivered everything that was offered (capacity 2× load
+        // over the on phase = the load over the whole period).
+        let st = l.stats_at(t0 + ms(2100));
+        assert_eq!(st.forwarded_packets, 2000);
+        // 101 opportunities per 100 ms period (the trace's last line, at
+        // 100 ms, is one too): 21 periods, less the two at 0 ms (not after
+        // the start), plus the two at 2100 ms.
+        assert_eq!(st.offered_bytes, Some((21 * 101 + 2 - 2) * 1500));
+    }
+
+    #[test]
+    fn trace_and_rate_exclude_each_other() {
+        let mut c = trace_link(vec![1, 2], Buffer::Packets(10));
+        assert!(c.validate().is_ok());
+        c.rate_bps = Some(1_000_000);
+        assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn histogram_quantiles() {
+        let mut h = Histogram::default();
+        for us in 1..=10_000u64 {
+            h.add(Duration::from_micros(us));
+        }
+        assert_eq!(h.mean(), 5000);
+        let p95 = h.quantile(0.95) as f64;
+        assert!((p95 - 9500.0).abs() / 9500.0 < 0.035, "{p95}");
+        assert_eq!(h.quantile(1.0), Histogram::low(Histogram::index(10_000)));
+        for us in [0u64, 5, 63, 64, 65, 100, 1_000, 123_456, 10_000_000_000] {
+            let i = Histogram::index(us);
+            assert!(Histogram::low(i) <= us, "{us}");
+            if i + 1 < HIST_BUCKETS {
+                assert!(Histogram::low(i + 1) > us, "{us}");
+            }
+        }
     }
 }

@@ -255,7 +255,7 @@ impl Dir {
 
     fn stats(&self) -> DirectionStats {
         DirectionStats {
-            link: self.link.stats().clone(),
+            link: self.link.stats_at(Instant::now()),
             sent_packets: self.sent_packets,
             sent_bytes: self.sent_bytes,
             send_errors: self.send_errors,
