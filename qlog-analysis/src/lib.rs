@@ -5,11 +5,14 @@
 //! * [`Series::from_trace`] replays `quic:recovery_metrics_updated` (which
 //!   carries only the fields that changed) into full time series;
 //! * [`Summary::from_trace`] condenses a trace into one line of figures;
-//! * [`plot::svg`] draws congestion window, bytes in flight and RTTs.
+//! * [`plot::svg`] draws congestion window, bytes in flight and RTTs;
+//! * [`model`] holds the analytical models of the papers we build on
+//!   (throughput, efficiency, decoding delay, queue sizes).
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
 pub mod events;
+pub mod model;
 pub mod plot;
 
 use serde_json::Value;
