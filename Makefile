@@ -1,6 +1,7 @@
 # QUIC-NC — see README.md.
 #   make demo    coded QUIC beside quiche's controllers over an emulated lossy link
 #   make bench-e2e  end-to-end benchmark tables + target check (results/)
+#   make bench-cellular  coded QUIC on replayed LTE traces: tables, target check, SVG plots (results/)
 #   make test    everything CI runs (workspace tests, quiche's own suite on the patched tree, short fuzz runs)
 #   make bench   benchmarks (print ratios against a baseline measured in the same run)
 #   make peers   foreign QUIC peers for nc-experiment --compete (quic-go; needs Go)
@@ -9,7 +10,7 @@ CARGO ?= cargo
 QUICHE_DIR := .quiche/quiche-0.30.0
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all quiche build release peers demo test test-workspace test-quiche test-fuzz bench bench-coding bench-cc bench-e2e fuzz fmt clippy clean-quiche
+.PHONY: all quiche build release peers demo test test-workspace test-quiche test-fuzz bench bench-coding bench-cc bench-e2e bench-cellular fuzz fmt clippy clean-quiche
 
 all: build
 
@@ -88,6 +89,21 @@ bench-cc: quiche
 bench-e2e: quiche
 	$(EXPERIMENT_BINS)
 	$(EXPERIMENT) bench-e2e $(BENCH_E2E_ARGS)
+
+# Coded QUIC on cellular traces (../shared/traces: Verizon and T-Mobile LTE,
+# mahimahi format) replayed by linkem, 20 ms one-way delay each way, drop-tail
+# 100 and 1000 packets, loss 0 and 2 % both ways: bulk downloads capped at 60 s
+# (rows hybrid, hybrid+nc=off, cubic+nc=off, bbr2+nc=off, quinn:bbr) and a
+# /stream/2mbit/60s (hybrid vs hybrid+nc=off), 3 runs per cell at trace offsets
+# 0/40/80 s, then a target check and a throughput-vs-queueing-delay SVG per
+# trace. Markdown on stdout and in results/bench-cellular-TIME.md, the plots
+# beside it, everything in results/*.json. Builds the quinn peer if missing.
+# Roughly 2.5-3 h; a smoke test (about a minute):
+#   make bench-cellular BENCH_CELLULAR_ARGS="--traces Verizon-LTE-short --buffers 100p --loss 0 --runs 1 --duration 10s --rows hybrid,hybrid+nc=off"
+# (nc-experiment bench-cellular --help lists the options).
+bench-cellular: quiche
+	$(EXPERIMENT_BINS)
+	$(EXPERIMENT) bench-cellular $(BENCH_CELLULAR_ARGS)
 
 # Short fuzzing runs of every nc-frames target (nightly + cargo-fuzz).
 FUZZ_SECS ?= 60

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::experiment::emulator::linkem_command;
+use crate::experiment::emulator::{linkem_command, snapshot};
 use crate::experiment::lines::{as_f64, as_u64, is_role_line, json_objects};
 use crate::experiment::options::{LossCase, Options};
 use crate::experiment::process::{check_interrupted, sanitize, start_listening, Proc};
@@ -186,30 +186,6 @@ pub fn run_compete(
     r
 }
 
-/// Asks linkem for a stats snapshot (SIGUSR1) and reads it.
-fn snapshot(emu: &mut Proc, path: &Path, deadline: Instant) -> Result<Stats, String> {
-    let _ = std::fs::remove_file(path);
-    if emu.exited() {
-        return Err(format!("linkem exited{}", emu.stderr_tail()));
-    }
-    // SAFETY: kill(2) on our own child's pid, which has not been reaped
-    // (only `exited` reaps, and it just said the child is running).
-    unsafe {
-        libc::kill(emu.pid() as libc::pid_t, libc::SIGUSR1);
-    }
-    let until = deadline.min(Instant::now() + Duration::from_secs(10));
-    loop {
-        check_interrupted()?;
-        if let Ok(t) = std::fs::read_to_string(path) {
-            return serde_json::from_str(&t).map_err(|e| format!("linkem stats: {e}"));
-        }
-        if Instant::now() >= until {
-            return Err(format!("linkem wrote no snapshot{}", emu.stderr_tail()));
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 /// The pair as shown in reports: `CC` for our flows, `STACK:CC` otherwise
 /// (the spec as given if it does not parse).
 pub fn pair_label(pair: &[String]) -> String {
@@ -356,8 +332,9 @@ fn compete_inner(
 
     let stats_path = dir.join("linkem.json");
     let upstreams: Vec<&str> = servers.iter().map(|(_, a)| a.as_str()).collect();
+    let run = r.run;
     let (mut emu, emu_addr) = start_listening("linkem", dir, deadline, |port| {
-        linkem_command(opts, port, &upstreams, loss, seed, &stats_path)
+        linkem_command(opts, port, &upstreams, loss, run, seed, &stats_path)
     })?;
 
     let t0 = Instant::now();

@@ -1,7 +1,8 @@
 //! `nc-experiment`: a (row × loss) matrix of HTTP/3 downloads through
 //! `linkem` (medians over interleaved runs, ratios to a reference row),
-//! `--compete A,B`, or the `bench-e2e` tables. See `nc-experiment --help`,
-//! `nc-experiment bench-e2e --help` and docs/emulator.md.
+//! `--compete A,B`, the `bench-e2e` tables or the `bench-cellular` trace
+//! benchmark. See `nc-experiment --help`, `nc-experiment bench-e2e --help`,
+//! `nc-experiment bench-cellular --help` and docs/emulator.md.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use interop::compete::{
     format_compete_summary, format_compete_table, pair_label, run_compete, CompeteReport,
 };
 use interop::experiment::bench::run_bench;
+use interop::experiment::cellular::run_cellular;
 use interop::experiment::{
     cells, format_cells, format_failures, format_runs, make_certs, matrix_caption, parse_args,
     prepare_rows, run_matrix, Command_, Layout, MatrixReport, Options, Outcome, INTERRUPTED,
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
     let (bin_dir, keep) = match &cmd {
         Command_::Run(o) => (o.tools.bin_dir.clone(), o.keep),
         Command_::Bench(b) => (b.base.tools.bin_dir.clone(), b.base.keep),
+        Command_::Cellular(c) => (c.base.tools.bin_dir.clone(), c.base.keep),
         Command_::Help(_) => unreachable!(),
     };
     let work = std::env::temp_dir().join(format!("nc-experiment-{}", std::process::id()));
@@ -65,6 +68,13 @@ fn main() -> ExitCode {
     let code = match cmd {
         Command_::Bench(b) => match run_bench(&b, &work, &certs) {
             Ok(c) => ExitCode::from(c),
+            Err(e) => {
+                eprintln!("nc-experiment: error: {e}");
+                ExitCode::from(1)
+            }
+        },
+        Command_::Cellular(c) => match run_cellular(&c, &work, &certs) {
+            Ok(code) => ExitCode::from(code),
             Err(e) => {
                 eprintln!("nc-experiment: error: {e}");
                 ExitCode::from(1)
@@ -103,7 +113,10 @@ fn run_rows(opts: &Options, work: &Path, certs: &Path) -> ExitCode {
     } else {
         Layout::Bulk
     };
-    print!("{}", format_cells(&cs, layout, opts.markdown));
+    print!(
+        "{}",
+        format_cells(&cs, layout, opts.markdown, opts.traced())
+    );
     let failures = format_failures(&cs);
     if !failures.is_empty() {
         println!();
@@ -111,7 +124,7 @@ fn run_rows(opts: &Options, work: &Path, certs: &Path) -> ExitCode {
     }
     if opts.per_run {
         println!();
-        print!("{}", format_runs(&results, opts.markdown));
+        print!("{}", format_runs(&results, opts.markdown, opts.traced()));
     }
     let mut code = ExitCode::SUCCESS;
     if let Some(p) = &opts.json {

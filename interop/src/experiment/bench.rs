@@ -9,11 +9,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use crate::experiment::bench_options::{BenchOptions, TableKind};
 use crate::experiment::matrix::{prepare_rows, run_matrix};
-use crate::experiment::options::{parse_loss_list, parse_rows, BenchOptions, Options, TableKind};
+use crate::experiment::options::{parse_loss_list, parse_rows, Options};
 use crate::experiment::run::RunResult;
 use crate::experiment::stats::{cells, Cell};
-use crate::experiment::table::{format_cells, format_failures, format_runs, Layout};
+use crate::experiment::table::{
+    format_cells, format_failures, format_runs, link_description, Layout,
+};
 use crate::experiment::targets::{check, format_targets, Tables, Target, CODED, PLAIN};
 use crate::peer::{FlowSpec, Stack};
 use crate::units::parse_duration_with;
@@ -100,17 +103,7 @@ pub fn plan(b: &BenchOptions) -> Result<Vec<TablePlan>, String> {
             _ => parse_rows(rows)?,
         };
         if kind == TableKind::Stream {
-            // Only our server has /stream/.
-            o.rows.retain(|r| {
-                let ours = FlowSpec::parse(r).is_ok_and(|f| f.stack == Stack::Quiche);
-                if !ours {
-                    skipped.push(format!("{r} (its server has no /stream/)"));
-                }
-                ours
-            });
-            if o.rows.is_empty() {
-                return Err("the streaming table has no rows of our stack".into());
-            }
+            o.rows = stream_rows(&o.rows, &mut skipped)?;
         }
         o.loss = match (kind, &b.loss, loss) {
             (TableKind::Cost, _, _) => parse_loss_list("0")?,
@@ -136,7 +129,28 @@ pub fn plan(b: &BenchOptions) -> Result<Vec<TablePlan>, String> {
     Ok(out)
 }
 
-fn fmt_size(b: u64) -> String {
+/// The rows of a streaming table: only our server has `/stream/`; the
+/// others are added to `skipped`, with why. An error if none is left.
+pub(crate) fn stream_rows(
+    rows: &[String],
+    skipped: &mut Vec<String>,
+) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for r in rows {
+        if FlowSpec::parse(r).is_ok_and(|f| f.stack == Stack::Quiche) {
+            out.push(r.clone());
+        } else {
+            skipped.push(format!("{r} (its server has no /stream/)"));
+        }
+    }
+    if out.is_empty() {
+        return Err("the streaming table has no rows of our stack".into());
+    }
+    Ok(out)
+}
+
+/// `10 MB`, `1.50 MB`.
+pub(crate) fn fmt_size(b: u64) -> String {
     if b.is_multiple_of(1_000_000) {
         format!("{} MB", b / 1_000_000)
     } else {
@@ -154,13 +168,7 @@ pub fn caption(t: &TablePlan, took: Option<Duration>) -> String {
     } else {
         format!("seeds {}–{}", o.seed, o.seed + o.runs as u64 - 1)
     };
-    let link = format!(
-        "{} Mbit/s, RTT {} ms, buffer {}, loss both ways ({} the queue)",
-        o.rate_bps as f64 / 1e6,
-        o.rtt.as_millis(),
-        o.buffer,
-        o.loss_position
-    );
+    let link = link_description(o);
     let cap = crate::experiment::options::fmt_secs(o.timeout);
     let what = match t.kind {
         TableKind::Bulk | TableKind::Short => format!(
@@ -195,7 +203,7 @@ pub fn caption(t: &TablePlan, took: Option<Duration>) -> String {
 }
 
 /// `1 row`, `3 rows`, `2 losses`.
-fn plural(n: usize, word: &str) -> String {
+pub(crate) fn plural(n: usize, word: &str) -> String {
     match (n, word.ends_with('s')) {
         (1, _) => format!("1 {word}"),
         (_, true) => format!("{n} {word}es"),
@@ -213,7 +221,8 @@ pub fn fmt_duration(d: Duration) -> String {
     }
 }
 
-fn layout(kind: TableKind) -> Layout {
+/// The columns of a table kind.
+pub(crate) fn layout(kind: TableKind) -> Layout {
     match kind {
         TableKind::Bulk => Layout::Bulk,
         TableKind::Short => Layout::Short,
@@ -256,7 +265,8 @@ pub fn format_table(t: &TableResult, per_run: bool) -> String {
         t.plan.title,
         caption(&t.plan, Some(Duration::from_secs_f64(t.took_s)))
     );
-    out += &format_cells(&t.cells, layout(t.plan.kind), true);
+    let traced = t.plan.opts.traced();
+    out += &format_cells(&t.cells, layout(t.plan.kind), true, traced);
     if t.plan.kind == TableKind::Cost {
         out += &cost_ratio_line(&t.cells);
     }
@@ -267,7 +277,7 @@ pub fn format_table(t: &TableResult, per_run: bool) -> String {
     }
     if per_run {
         out += "\n";
-        out += &format_runs(&t.results, true);
+        out += &format_runs(&t.results, true, traced);
     }
     out
 }
@@ -418,15 +428,15 @@ pub fn utc_stamp(t: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::options::{parse_args, Command_};
+    use crate::experiment::bench_options::parse_bench;
 
     fn bench(args: &str) -> BenchOptions {
-        let a = std::iter::once("bench-e2e".to_string())
-            .chain(args.split_whitespace().map(String::from));
-        match parse_args(a, Path::new("/t/release")).unwrap() {
-            Command_::Bench(b) => *b,
-            _ => unreachable!(),
-        }
+        parse_bench(
+            args.split_whitespace().map(String::from),
+            Path::new("/t/release"),
+        )
+        .unwrap()
+        .unwrap()
     }
 
     #[test]

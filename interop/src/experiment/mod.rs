@@ -11,28 +11,45 @@
 //!
 //! * [`process`]: child processes, ports, certificates, CPU of children.
 //! * [`lines`]: the tools' JSON lines (client, server, stream delivery).
-//! * [`options`]: the command line (matrix, `bench-e2e`), loss settings.
-//! * [`emulator`]: the linkem command and the figures taken from its stats.
+//! * [`options`]: the matrix's command line, loss settings, traces, and the
+//!   parsing helpers the subcommands share.
+//! * [`bench_options`], [`cellular_options`]: the `bench-e2e` and
+//!   `bench-cellular` command lines.
+//! * [`command`]: the whole command line (which subcommand).
+//! * [`emulator`]: the linkem command, stats snapshots and the figures
+//!   taken from its stats.
 //! * [`run`]: one run → [`RunResult`] (ok / capped / failed).
 //! * [`matrix`]: the interleaved (run × loss × row) schedule of a table.
 //! * [`stats`]: medians, ranges, ratios, per-cell summaries.
 //! * [`table`]: plain/markdown rendering of cells and runs.
 //! * [`targets`]: the `bench-e2e` target check.
 //! * [`bench`](mod@bench): the `bench-e2e` tables.
+//! * [`cellular_targets`]: the `bench-cellular` target check.
+//! * [`scatter`]: SVG scatter plots.
+//! * [`cellular`]: the `bench-cellular` tables and plots.
 
 pub mod bench;
+pub mod bench_options;
+pub mod cellular;
+pub mod cellular_options;
+pub mod cellular_targets;
+pub mod command;
 pub mod emulator;
 pub mod lines;
 pub mod matrix;
 pub mod options;
 pub mod process;
 pub mod run;
+pub mod scatter;
 pub mod stats;
 pub mod table;
 pub mod targets;
 
+pub use bench_options::{BenchOptions, TableKind};
+pub use cellular_options::CellularOptions;
+pub use command::{parse_args, Command_};
 pub use matrix::{prepare_rows, run_matrix, MatrixReport};
-pub use options::{parse_args, BenchOptions, Command_, LossCase, Options, TableKind, USAGE};
+pub use options::{LossCase, Options, USAGE};
 pub use process::{free_port, make_certs, INTERRUPTED};
 pub use run::{run_one, Outcome, RunResult};
 pub use stats::{cells, Cell};

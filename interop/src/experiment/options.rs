@@ -1,6 +1,8 @@
-//! `nc-experiment`'s command line: the matrix options ([`Options`]), the
-//! `bench-e2e` subcommand ([`BenchOptions`]), loss settings ([`LossCase`])
-//! and the usage texts.
+//! The matrix's command line ([`Options`], [`parse_matrix`], [`USAGE`]),
+//! loss settings ([`LossCase`]), capacity traces, and the parsing helpers
+//! the subcommands share (`bench-e2e` in
+//! [`bench_options`](crate::experiment::bench_options), `bench-cellular` in
+//! [`cellular_options`](crate::experiment::cellular_options)).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -18,6 +20,8 @@ nc-experiment: HTTP/3 downloads through linkem, one table row per flow spec
 usage: nc-experiment [options]            a (row x loss) matrix (make demo)
        nc-experiment bench-e2e [options]  the end-to-end benchmark tables
                                           (see nc-experiment bench-e2e --help)
+       nc-experiment bench-cellular [options]  the cellular trace benchmark
+                                          (see nc-experiment bench-cellular --help)
 
 rows (flow specs, comma-separated): [STACK:]CC[+nc=POLICY|off][+mode=full]
   hybrid                coded QUIC: our controller + coding (adaptive policy)
@@ -42,6 +46,15 @@ rows (flow specs, comma-separated): [STACK:]CC[+nc=POLICY|off][+mode=full]
   --rate R           bottleneck rate both ways (default 20mbit)
   --rtt D            round-trip propagation delay, split evenly (default 40ms)
   --buffer B         linkem buffer: bdp, 64p, 100kB (default bdp)
+  --trace-down FILE  down link (server to client) capacity from a mahimahi
+                     mm-link trace instead of --rate (see linkem --help)
+  --trace-up FILE    the same for the up link
+  --trace NAME       both: NAME.down and NAME.up, NAME a path prefix or a trace
+                     in ../shared/traces (e.g. Verizon-LTE-short)
+  --trace-offsets L  start offsets into the traces, one per run index, cycling
+                     (default 0; e.g. 0,40s,80s). With a down trace the eff
+                     column becomes util = goodput / offered capacity, and
+                     link util and bottleneck queue delay columns are added
   --loss-position P  before|after (default after)
   --seed N           linkem seed (default 1; run i uses seed+i for every row)
   --spin D           linkem --spin (default: linkem's)
@@ -76,52 +89,6 @@ competing flows (instead of the matrix):
                      root); quic-go:cubic uses quic-go-peer (make peers)
   --stagger SECS     start flow B this long after flow A (default 0: B starts as
                      soon as linkem has seen A's first datagram)";
-
-/// Usage text of `nc-experiment bench-e2e`.
-pub const BENCH_USAGE: &str = "\
-nc-experiment bench-e2e: the end-to-end benchmark (make bench-e2e)
-
-usage: nc-experiment bench-e2e [options]
-
-Four tables on a 20 Mbit/s, 40 ms RTT, one-BDP link with loss both ways
-(medians and min-max over runs, ratios to the reference row at the same loss),
-then a target check. Markdown goes to stdout and to OUT/bench-e2e-TIME.md,
-everything (every run, every cell, the targets) to OUT/bench-e2e-TIME.json.
-
-  bulk    10 MB downloads; loss 0,1,5,10,20% Bernoulli and Gilbert-Elliott
-          ge:0.013158,0.25 (mean loss 5%, mean burst 4 packets); rows hybrid,
-          hybrid+nc=fixed:1.25, hybrid+nc=ctcp, hybrid+nc=von, hybrid+nc=fnc,
-          cubic, hybrid+nc=off, cubic+nc=off, bbr2+nc=off, quinn:bbr; 3 runs,
-          each capped at --cap (partial goodput, time >cap)
-  short   1 MB downloads; loss 0,5,20%; the same rows; 5 runs
-  stream  GET /stream/8mbit/20s; loss 0,5,20%; rows hybrid, hybrid+nc=off,
-          cubic+nc=off; delivery delay mean/p50/p99/max; 3 runs
-  cost    CPU seconds (server + client, user + system) per MB of 300 MB
-          loopback downloads without linkem, hybrid vs hybrid+nc=off; 3 runs
-
-  --tables LIST      which tables, in order (default bulk,short,stream,cost)
-  --runs N           runs per cell for every table (default: per table, above)
-  --loss LIST        losses for bulk, short and stream (default: per table)
-  --rows LIST        rows for bulk, short and stream (default: per table; the
-                     cost table always compares hybrid with hybrid+nc=off)
-  --reference ROW    reference row for ratios (default: the first row)
-  --cap SECS         per-run cap of bulk runs (default 90); short runs are
-                     capped at 60 s, stream runs at the stream's length + 30 s,
-                     cost runs at 120 s
-  --bulk-size B      bulk download size (default 10MB)
-  --short-size B     short download size (default 1MB)
-  --stream RATE/DUR  the streaming resource (default 8mbit/20s)
-  --cost-size B      cost download size (default 300MB)
-  --out DIR          where the JSON and markdown go (default results)
-  --per-run          also print every table's individual runs
-  --rate, --rtt, --buffer, --loss-position, --seed, --spin, --no-realtime,
-  --idle-timeout, --bin-dir, --linkem, --quinn-peer, --quic-go-peer, --keep:
-                     as for the matrix
-
-examples:
-  nc-experiment bench-e2e                                   # everything (roughly 1 h)
-  nc-experiment bench-e2e --tables bulk,short --runs 3 --loss 0,0.05
-  nc-experiment bench-e2e --tables bulk --loss 0,5% --rows hybrid,hybrid+nc=off,cubic+nc=off,quinn:bbr";
 
 /// One loss setting of the matrix.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -245,6 +212,13 @@ pub struct Options {
     pub compete: Option<Vec<String>>,
     /// `--stagger`: delay between the start of flow A and flow B.
     pub stagger: Duration,
+    /// Capacity trace of the down link (server to client) instead of the
+    /// rate.
+    pub trace_down: Option<PathBuf>,
+    /// Capacity trace of the up link.
+    pub trace_up: Option<PathBuf>,
+    /// Start offsets into the traces, one per run index (cycling).
+    pub trace_offsets: Vec<Duration>,
 }
 
 impl Options {
@@ -276,86 +250,63 @@ impl Options {
             .as_deref()
             .or(self.rows.first().map(String::as_str))
     }
-}
 
-/// The tables of `bench-e2e`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TableKind {
-    /// 10 MB downloads over the lossy link.
-    Bulk,
-    /// 1 MB downloads over the lossy link.
-    Short,
-    /// A constant-rate stream: delivery delays.
-    Stream,
-    /// CPU per MB on loopback, coded vs plain.
-    Cost,
-}
+    /// Whether a direction follows a trace (the tables then add the trace
+    /// columns).
+    pub fn traced(&self) -> bool {
+        self.trace_down.is_some() || self.trace_up.is_some()
+    }
 
-impl TableKind {
-    /// All tables, in the default order.
-    pub const ALL: [TableKind; 4] = [
-        TableKind::Bulk,
-        TableKind::Short,
-        TableKind::Stream,
-        TableKind::Cost,
-    ];
-
-    /// The name used by `--tables`.
-    pub fn name(self) -> &'static str {
-        match self {
-            TableKind::Bulk => "bulk",
-            TableKind::Short => "short",
-            TableKind::Stream => "stream",
-            TableKind::Cost => "cost",
+    /// The trace offset of run `run`: `trace_offsets` cycled, 0 without.
+    pub fn trace_offset(&self, run: usize) -> Duration {
+        match self.trace_offsets.len() {
+            0 => Duration::ZERO,
+            n => self.trace_offsets[run % n],
         }
     }
+}
 
-    fn parse(s: &str) -> Result<TableKind, String> {
-        TableKind::ALL
-            .into_iter()
-            .find(|t| t.name() == s)
-            .ok_or_else(|| format!("--tables: unknown table '{s}' (bulk, short, stream, cost)"))
+/// Where `--trace NAME` and `bench-cellular` look for traces: relative to
+/// the current directory (the repository root under make).
+pub const DEFAULT_TRACE_DIR: &str = "../shared/traces";
+
+/// `NAME.down` and `NAME.up`: `name` as a path prefix if both exist, else
+/// as a trace name in `dir`.
+pub fn resolve_trace(name: &str, dir: &Path) -> Result<(PathBuf, PathBuf), String> {
+    let pair = |prefix: &Path| {
+        let f = |ext: &str| PathBuf::from(format!("{}.{ext}", prefix.display()));
+        let (d, u) = (f("down"), f("up"));
+        (d.is_file() && u.is_file()).then_some((d, u))
+    };
+    if let Some(p) = pair(Path::new(name)) {
+        return Ok(p);
     }
+    if !dir.is_dir() {
+        return Err(format!(
+            "trace '{name}': no {name}.down/.up, and the trace directory {} does not exist",
+            dir.display()
+        ));
+    }
+    pair(&dir.join(name)).ok_or_else(|| {
+        format!(
+            "trace '{name}': neither {name}.down/.up nor {}.down/.up exist",
+            dir.join(name).display()
+        )
+    })
 }
 
-/// Options of `nc-experiment bench-e2e`.
-#[derive(Clone, Debug, Serialize)]
-pub struct BenchOptions {
-    /// Link, tools, seed, ... shared by all tables (its rows, loss, size and
-    /// runs are replaced per table).
-    pub base: Options,
-    /// The tables to run, in order.
-    pub tables: Vec<TableKind>,
-    /// `--runs`: overrides every table's number of runs.
-    pub runs: Option<usize>,
-    /// `--loss`: overrides the losses of bulk, short and stream.
-    pub loss: Option<Vec<LossCase>>,
-    /// `--rows`: overrides the rows of bulk, short and stream.
-    pub rows: Option<Vec<String>>,
-    /// Per-run cap of bulk runs.
-    pub cap: Duration,
-    /// Bulk download size.
-    pub bulk_size: u64,
-    /// Short-flow download size.
-    pub short_size: u64,
-    /// The stream, `RATE/DURATION`.
-    pub stream: String,
-    /// Cost download size.
-    pub cost_size: u64,
-    /// Output directory for JSON and markdown.
-    pub out: PathBuf,
-}
-
-/// Parse result.
-#[derive(Debug)]
-pub enum Command_ {
-    /// Run the matrix (or `--compete`) with these options.
-    Run(Box<Options>),
-    /// Run `bench-e2e`.
-    Bench(Box<BenchOptions>),
-    /// Print this usage text.
-    Help(&'static str),
+/// Parses a comma-separated list of durations (a bare number is seconds).
+pub fn parse_offsets(name: &str, v: &str) -> Result<Vec<Duration>, String> {
+    let d: Vec<Duration> = v
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| parse_duration_with(s, false).map_err(|e| format!("{name}: {e}")))
+        .collect::<Result<_, _>>()?;
+    if d.is_empty() {
+        return Err(format!("{name}: empty list"));
+    }
+    Ok(d)
 }
 
 /// The matrix defaults (what `make demo` runs).
@@ -363,7 +314,8 @@ pub const DEFAULT_ROWS: &str = "hybrid,cubic+nc=off,bbr2+nc=off,reno+nc=off,hybr
 /// The matrix's default losses.
 pub const DEFAULT_LOSS: &str = "0,0.05,0.1";
 
-fn defaults(exe_dir: &Path) -> Options {
+/// The matrix's defaults; the subcommands start from them.
+pub(crate) fn defaults(exe_dir: &Path) -> Options {
     Options {
         rows: parse_rows(DEFAULT_ROWS).expect("valid default rows"),
         reference: None,
@@ -392,6 +344,9 @@ fn defaults(exe_dir: &Path) -> Options {
         keep: false,
         compete: None,
         stagger: Duration::ZERO,
+        trace_down: None,
+        trace_up: None,
+        trace_offsets: vec![Duration::ZERO],
     }
 }
 
@@ -426,14 +381,14 @@ pub fn parse_loss_list(v: &str) -> Result<Vec<LossCase>, String> {
     }
 }
 
-fn parse_size(name: &str, v: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(name: &str, v: &str) -> Result<u64, String> {
     match parse_buffer(v).map_err(|e| format!("{name}: {e}"))? {
         BufferSpec::Bytes(b) if b > 0 => Ok(b),
         _ => Err(format!("{name}: '{v}' is not a positive byte count")),
     }
 }
 
-fn parse_stream(v: &str) -> Result<String, String> {
+pub(crate) fn parse_stream(v: &str) -> Result<String, String> {
     let (rate, dur) = v
         .split_once('/')
         .ok_or_else(|| format!("--stream: '{v}' is not RATE/DURATION (e.g. 8mbit/20s)"))?;
@@ -450,7 +405,7 @@ fn parse_stream(v: &str) -> Result<String, String> {
 }
 
 /// Splits `--name=value` / `--name value` pairs; boolean flags get no value.
-struct ArgIter<I: Iterator<Item = String>> {
+pub(crate) struct ArgIter<I: Iterator<Item = String>> {
     it: I,
 }
 
@@ -464,7 +419,12 @@ const BOOL_FLAGS: [&str; 6] = [
 ];
 
 impl<I: Iterator<Item = String>> ArgIter<I> {
-    fn next(&mut self) -> Option<Result<(String, String), String>> {
+    pub(crate) fn new(it: I) -> Self {
+        ArgIter { it }
+    }
+
+    /// The next `(name, value)`; an error if a value is missing.
+    pub(crate) fn next(&mut self) -> Option<Result<(String, String), String>> {
         let arg = self.it.next()?;
         let (name, inline) = match arg.split_once('=') {
             Some((n, v)) if n.starts_with("--") => (n.to_string(), Some(v.to_string())),
@@ -481,9 +441,9 @@ impl<I: Iterator<Item = String>> ArgIter<I> {
     }
 }
 
-/// Options both the matrix and `bench-e2e` accept: the link, the tools,
+/// Options the matrix and the subcommands accept: the link, the tools,
 /// seeds, output. `Ok(false)` if `name` is not one of them.
-fn common_flag(
+pub(crate) fn common_flag(
     o: &mut Options,
     linkem: &mut Option<PathBuf>,
     quic_go: &mut Option<PathBuf>,
@@ -539,14 +499,14 @@ fn common_flag(
     Ok(true)
 }
 
-fn parse_runs(v: &str) -> Result<usize, String> {
+pub(crate) fn parse_runs(v: &str) -> Result<usize, String> {
     match v.parse::<usize>() {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err(format!("--runs: '{v}' is not a positive integer")),
     }
 }
 
-fn parse_secs(name: &str, v: &str) -> Result<Duration, String> {
+pub(crate) fn parse_secs(name: &str, v: &str) -> Result<Duration, String> {
     let t = parse_duration_with(v, false).map_err(|e| format!("{name}: {e}"))?;
     if t.is_zero() {
         return Err(format!("{name} must be > 0"));
@@ -555,7 +515,7 @@ fn parse_secs(name: &str, v: &str) -> Result<Duration, String> {
 }
 
 /// Fills the tool paths that were not given.
-fn finish_tools(
+pub(crate) fn finish_tools(
     o: &mut Options,
     exe_dir: &Path,
     linkem: Option<PathBuf>,
@@ -574,7 +534,7 @@ fn finish_tools(
     });
 }
 
-fn check_reference(reference: &Option<String>, rows: &[String]) -> Result<(), String> {
+pub(crate) fn check_reference(reference: &Option<String>, rows: &[String]) -> Result<(), String> {
     match reference {
         Some(r) if !rows.contains(r) => Err(format!(
             "--reference: '{r}' is not one of the rows ({})",
@@ -584,22 +544,19 @@ fn check_reference(reference: &Option<String>, rows: &[String]) -> Result<(), St
     }
 }
 
-/// Parses the arguments (without program name). `exe_dir` is the directory
-/// of the running executable (default for `--bin-dir` and `linkem`).
-pub fn parse_args<I: IntoIterator<Item = String>>(
-    args: I,
+/// Parses the matrix's arguments (without program name); `None` if
+/// `--help` was asked for. `exe_dir` is the directory of the running
+/// executable (default for `--bin-dir` and `linkem`).
+pub fn parse_matrix(
+    args: impl Iterator<Item = String>,
     exe_dir: &Path,
-) -> Result<Command_, String> {
-    let mut args = args.into_iter().peekable();
-    if args.peek().map(String::as_str) == Some("bench-e2e") {
-        args.next();
-        return parse_bench(args, exe_dir);
-    }
+) -> Result<Option<Options>, String> {
     let mut o = defaults(exe_dir);
     let (mut linkem, mut quic_go, mut quinn) = (None, None, None);
     let mut rows_given = false;
     let mut loss_given = false;
-    let mut it = ArgIter { it: args };
+    let mut offsets_given = false;
+    let mut it = ArgIter::new(args);
     while let Some(a) = it.next() {
         let (name, v) = a?;
         if common_flag(
@@ -613,8 +570,20 @@ pub fn parse_args<I: IntoIterator<Item = String>>(
             continue;
         }
         match name.as_str() {
-            "--help" => return Ok(Command_::Help(USAGE)),
+            "--help" => return Ok(None),
             "--direct" => o.direct = true,
+            "--trace-down" => o.trace_down = Some(existing_file(&name, &v)?),
+            "--trace-up" => o.trace_up = Some(existing_file(&name, &v)?),
+            "--trace" => {
+                let (d, u) = resolve_trace(&v, Path::new(DEFAULT_TRACE_DIR))
+                    .map_err(|e| format!("--trace: {e}"))?;
+                o.trace_down = Some(d);
+                o.trace_up = Some(u);
+            }
+            "--trace-offsets" => {
+                offsets_given = true;
+                o.trace_offsets = parse_offsets(&name, &v)?;
+            }
             "--rows" | "--cc" => {
                 rows_given = true;
                 o.rows = parse_rows(&v).map_err(|e| format!("{name}: {e}"))?;
@@ -663,8 +632,17 @@ pub fn parse_args<I: IntoIterator<Item = String>>(
         }
         o.rows = pair.clone();
         o.reference = None;
+        if o.traced() {
+            return Err("--trace* does not apply to --compete".into());
+        }
     } else if !o.stagger.is_zero() {
         return Err("--stagger needs --compete".into());
+    }
+    if offsets_given && !o.traced() {
+        return Err("--trace-offsets needs --trace, --trace-down or --trace-up".into());
+    }
+    if o.direct && o.traced() {
+        return Err("--direct has no emulator: no --trace*".into());
     }
     if o.direct {
         // No emulator: no loss, one (unnamed) loss setting.
@@ -675,104 +653,32 @@ pub fn parse_args<I: IntoIterator<Item = String>>(
     }
     check_reference(&o.reference, &o.rows)?;
     finish_tools(&mut o, exe_dir, linkem, quic_go, quinn);
-    Ok(Command_::Run(Box::new(o)))
+    Ok(Some(o))
 }
 
-fn parse_bench(args: impl Iterator<Item = String>, exe_dir: &Path) -> Result<Command_, String> {
-    let mut base = defaults(exe_dir);
-    base.markdown = true;
-    base.timeout = Duration::from_secs(90);
-    let mut b = BenchOptions {
-        base,
-        tables: TableKind::ALL.to_vec(),
-        runs: None,
-        loss: None,
-        rows: None,
-        cap: Duration::from_secs(90),
-        bulk_size: 10_000_000,
-        short_size: 1_000_000,
-        stream: "8mbit/20s".into(),
-        cost_size: 300_000_000,
-        out: PathBuf::from("results"),
-    };
-    let (mut linkem, mut quic_go, mut quinn) = (None, None, None);
-    let mut it = ArgIter { it: args };
-    while let Some(a) = it.next() {
-        let (name, v) = a?;
-        if common_flag(
-            &mut b.base,
-            &mut linkem,
-            &mut quic_go,
-            &mut quinn,
-            &name,
-            v.clone(),
-        )? {
-            continue;
-        }
-        match name.as_str() {
-            "--help" => return Ok(Command_::Help(BENCH_USAGE)),
-            "--tables" => {
-                b.tables = v
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(TableKind::parse)
-                    .collect::<Result<_, _>>()?;
-                if b.tables.is_empty() {
-                    return Err("--tables: empty list".into());
-                }
-            }
-            "--runs" => b.runs = Some(parse_runs(&v)?),
-            "--loss" => b
-                .loss
-                .get_or_insert_with(Vec::new)
-                .extend(parse_loss_list(&v)?),
-            "--rows" | "--cc" => b.rows = Some(parse_rows(&v).map_err(|e| format!("{name}: {e}"))?),
-            "--reference" => {
-                b.base.reference = Some(
-                    FlowSpec::parse(&v)
-                        .map_err(|e| format!("--reference: {e}"))?
-                        .label(),
-                )
-            }
-            "--cap" => b.cap = parse_secs("--cap", &v)?,
-            "--bulk-size" => b.bulk_size = parse_size("--bulk-size", &v)?,
-            "--short-size" => b.short_size = parse_size("--short-size", &v)?,
-            "--cost-size" => b.cost_size = parse_size("--cost-size", &v)?,
-            "--stream" => b.stream = parse_stream(&v)?,
-            "--out" => b.out = PathBuf::from(v),
-            _ => {
-                return Err(format!(
-                    "unknown bench-e2e option '{name}' (see bench-e2e --help)"
-                ))
-            }
-        }
+fn existing_file(name: &str, v: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(v);
+    if p.is_file() {
+        Ok(p)
+    } else {
+        Err(format!("{name}: {v} is not a file"))
     }
-    if let (Some(r), Some(rows)) = (&b.base.reference, &b.rows) {
-        check_reference(&Some(r.clone()), rows)?;
-    }
-    finish_tools(&mut b.base, exe_dir, linkem, quic_go, quinn);
-    Ok(Command_::Bench(Box::new(b)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn parse(s: &str) -> Options {
-        match parse_args(s.split_whitespace().map(String::from), Path::new("/x")).unwrap() {
-            Command_::Run(o) => *o,
-            _ => panic!("not a run"),
-        }
+    /// The matrix's options, `--help` as an error.
+    fn parse_args(
+        args: impl IntoIterator<Item = String>,
+        exe_dir: &Path,
+    ) -> Result<Options, String> {
+        parse_matrix(args.into_iter(), exe_dir)?.ok_or_else(|| "help".to_string())
     }
 
-    fn bench(s: &str) -> BenchOptions {
-        let args =
-            std::iter::once("bench-e2e".to_string()).chain(s.split_whitespace().map(String::from));
-        match parse_args(args, Path::new("/x")).unwrap() {
-            Command_::Bench(b) => *b,
-            _ => panic!("not bench-e2e"),
-        }
+    fn parse(s: &str) -> Options {
+        parse_args(s.split_whitespace().map(String::from), Path::new("/x")).unwrap()
     }
 
     fn err(s: &str) -> String {
@@ -813,10 +719,9 @@ mod tests {
         assert_eq!(o.tools.bin_dir, PathBuf::from("/x"));
         assert_eq!(o.linkem, PathBuf::from("/x/linkem"));
         assert_eq!(o.tools.quinn_peer, PathBuf::from("/peers/quinn-peer"));
-        assert!(matches!(
-            parse_args(["--help".to_string()], Path::new("/x")).unwrap(),
-            Command_::Help(USAGE)
-        ));
+        assert_eq!(err("--help"), "help");
+        assert!(!o.traced());
+        assert_eq!(o.trace_offset(5), Duration::ZERO);
     }
 
     #[test]
@@ -869,6 +774,60 @@ mod tests {
     }
 
     #[test]
+    fn trace_options() {
+        let dir = std::env::temp_dir().join(format!("trace-opts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in ["a.down", "a.up", "b.down"] {
+            std::fs::write(dir.join(f), "1\n").unwrap();
+        }
+        let a = dir.join("a");
+        let d = |f: &str| dir.join(f).display().to_string();
+        let o = parse(&format!(
+            "--trace {} --trace-offsets 0,40s,80 --rows hybrid",
+            a.display()
+        ));
+        assert_eq!(o.trace_down, Some(dir.join("a.down")));
+        assert_eq!(o.trace_up, Some(dir.join("a.up")));
+        assert!(o.traced());
+        assert_eq!(
+            (o.trace_offset(1), o.trace_offset(2), o.trace_offset(4)),
+            (
+                Duration::from_secs(40),
+                Duration::from_secs(80),
+                Duration::from_secs(40)
+            )
+        );
+        // One direction only; the other keeps --rate.
+        let o = parse(&format!("--trace-down {}", d("b.down")));
+        assert_eq!((o.trace_down.is_some(), o.trace_up.is_none()), (true, true));
+        assert_eq!(o.trace_offsets, [Duration::ZERO]);
+        // By name in a directory; a prefix wins over the name.
+        assert_eq!(
+            resolve_trace("a", &dir).unwrap(),
+            (dir.join("a.down"), dir.join("a.up"))
+        );
+        let e = resolve_trace("b", &dir).unwrap_err();
+        assert!(e.contains("b.down/.up"), "{e}");
+        let e = resolve_trace("a", Path::new("/nonexistent/traces")).unwrap_err();
+        assert!(e.contains("/nonexistent/traces does not exist"), "{e}");
+        for bad in [
+            format!("--trace {}", dir.join("b").display()),
+            format!("--trace-down {}", d("c.down")),
+            "--trace-offsets 0,10s".to_string(),
+            format!("--trace-down {} --trace-offsets x", d("b.down")),
+            format!("--trace-down {} --trace-offsets ,", d("b.down")),
+            format!("--trace-down {} --direct", d("b.down")),
+            format!("--trace-up {} --compete a,b", d("a.up")),
+        ] {
+            assert!(
+                parse_args(bad.split_whitespace().map(String::from), Path::new("/x")).is_err(),
+                "{bad}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn compete_options() {
         let o = parse("--compete hybrid,cubic --stagger 2 --loss 0");
         assert_eq!(
@@ -901,53 +860,6 @@ mod tests {
                 parse_args(bad.split_whitespace().map(String::from), Path::new("/x")).is_err(),
                 "{bad}"
             );
-        }
-    }
-
-    #[test]
-    fn bench_options() {
-        let b = bench("");
-        assert_eq!(b.tables, TableKind::ALL);
-        assert_eq!(
-            (b.runs, b.loss.is_none(), b.rows.is_none()),
-            (None, true, true)
-        );
-        assert_eq!(b.cap, Duration::from_secs(90));
-        assert_eq!(
-            (b.bulk_size, b.short_size, b.cost_size),
-            (10_000_000, 1_000_000, 300_000_000)
-        );
-        assert_eq!(b.stream, "8mbit/20s");
-        assert_eq!(b.out, PathBuf::from("results"));
-        assert!(b.base.markdown);
-        let b = bench(
-            "--tables bulk,short --runs 3 --loss 0.05 --rows hybrid,quinn:bbr --cap 30 \
-             --out /tmp/r --bulk-size 2MB --stream 1mbit/2s --rate 10mbit --seed 7",
-        );
-        assert_eq!(b.tables, [TableKind::Bulk, TableKind::Short]);
-        assert_eq!(b.runs, Some(3));
-        assert_eq!(b.loss.as_ref().unwrap()[0].label, "5%");
-        assert_eq!(b.rows.as_deref().unwrap(), ["hybrid", "quinn:bbr"]);
-        assert_eq!(b.cap, Duration::from_secs(30));
-        assert_eq!(b.bulk_size, 2_000_000);
-        assert_eq!(b.stream, "1mbit/2s");
-        assert_eq!((b.base.rate_bps, b.base.seed), (10_000_000, 7));
-        let help = std::iter::once("bench-e2e".to_string()).chain(["--help".to_string()]);
-        assert!(matches!(
-            parse_args(help, Path::new("/x")).unwrap(),
-            Command_::Help(BENCH_USAGE)
-        ));
-        for bad in [
-            "--tables bulk,foo",
-            "--tables ,",
-            "--runs 0",
-            "--size 1MB",
-            "--rows hybrid --reference cubic",
-            "--cap 0",
-        ] {
-            let args = std::iter::once("bench-e2e".to_string())
-                .chain(bad.split_whitespace().map(String::from));
-            assert!(parse_args(args, Path::new("/x")).is_err(), "{bad}");
         }
     }
 

@@ -19,6 +19,13 @@
 //!   wrong size); shown in the tables' run counts and listed below them,
 //!   left out of the medians.
 //!
+//! Trace runs (a down trace, [`Options::trace_down`]): when the client has
+//! exited the runner takes a linkem snapshot (SIGUSR1); the capacity the
+//! trace offered until then gives `offered_mbps`, efficiency = goodput /
+//! offered_mbps (shown as `util`), and `utilisation` = UDP payload bytes
+//! linkem handed to the client / offered bytes. Queue delays are the down
+//! bottleneck's sojourn times from linkem's final statistics.
+//!
 //! CPU: the server's and the client's user + system time, from
 //! `getrusage(RUSAGE_CHILDREN)` around reaping each of them (the server is
 //! reaped after it printed its connection line, before linkem).
@@ -31,7 +38,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::experiment::emulator::{
-    delivered_down_bytes, linkem_command, peak_backlog_bytes, queue_drops,
+    delivered_down_bytes, linkem_command, offered_down, peak_backlog_bytes, queue_drops, snapshot,
+    sojourn_down_ms,
 };
 use crate::experiment::lines::{is_role_line, json_objects, ClientLine, Delivery, ServerLine};
 use crate::experiment::options::{fmt_secs, LossCase, Options};
@@ -81,8 +89,21 @@ pub struct RunResult {
     pub goodput_mbps: Option<f64>,
     /// `client` or `emulator` (see the module documentation).
     pub goodput_source: Option<String>,
-    /// goodput / (C·(1−p)).
+    /// goodput / (C·(1−p)); with a down trace, goodput / `offered_mbps`.
     pub efficiency: Option<f64>,
+    /// Trace runs: the run's start offset into the traces, s.
+    pub trace_offset_s: Option<f64>,
+    /// Down trace: capacity it offered from linkem's start until the client
+    /// exited, Mbit/s.
+    pub offered_mbps: Option<f64>,
+    /// Down trace: UDP payload bytes handed to the client / bytes offered,
+    /// until the client exited.
+    pub utilisation: Option<f64>,
+    /// Mean time packets spent at the down bottleneck (waiting + own
+    /// service), ms.
+    pub qdelay_mean_ms: Option<f64>,
+    /// Its 95th percentile, ms.
+    pub qdelay_p95_ms: Option<f64>,
     /// Whether coding was negotiated.
     pub coded: Option<bool>,
     /// Server repair symbols / source symbols.
@@ -170,6 +191,25 @@ pub fn run_one(
     r
 }
 
+/// goodput / (C·(1−p)) on a constant-rate link (constant loss only);
+/// with a down trace, goodput / the capacity the trace offered.
+pub fn efficiency(
+    opts: &Options,
+    loss: &LossCase,
+    goodput_mbps: Option<f64>,
+    offered_mbps: Option<f64>,
+) -> Option<f64> {
+    let g = goodput_mbps?;
+    if opts.direct {
+        return None;
+    }
+    if opts.trace_down.is_some() {
+        return offered_mbps.filter(|&c| c > 0.0).map(|c| g / c);
+    }
+    let p = loss.mean.filter(|&p| p < 1.0)?;
+    Some(g * 1e6 / (opts.rate_bps as f64 * (1.0 - p)))
+}
+
 fn run_inner(
     opts: &Options,
     spec: &FlowSpec,
@@ -200,9 +240,21 @@ fn run_inner(
     let target = if opts.direct {
         server_addr.clone()
     } else {
+        let run = r.run;
         let (p, addr) = start_listening("linkem", dir, setup_deadline, |port| {
-            linkem_command(opts, port, &[server_addr.as_str()], loss, seed, &stats_path)
+            linkem_command(
+                opts,
+                port,
+                &[server_addr.as_str()],
+                loss,
+                run,
+                seed,
+                &stats_path,
+            )
         })?;
+        if opts.traced() {
+            r.trace_offset_s = Some(opts.trace_offset(run).as_secs_f64());
+        }
         emu = Some(p);
         addr
     };
@@ -231,6 +283,18 @@ fn run_inner(
     // The reader thread may still be delivering the last lines.
     std::thread::sleep(Duration::from_millis(50));
     let lines = client.drain_lines();
+    // What the down trace offered while the client ran (a missing snapshot
+    // leaves the trace figures empty).
+    let offered = match (&mut emu, &opts.trace_down) {
+        (Some(e), Some(_)) => snapshot(e, &stats_path, Instant::now() + Duration::from_secs(5))
+            .ok()
+            .and_then(|s| offered_down(&s)),
+        _ => None,
+    };
+    if let Some((mbps, util)) = offered {
+        r.offered_mbps = Some(mbps);
+        r.utilisation = Some(util);
+    }
     let killed = match &status {
         Err(e) if e == "interrupted" => return Err(e.clone()),
         Err(e) if e.ends_with("timeout") => true,
@@ -325,6 +389,9 @@ fn run_inner(
             Ok(Ok(s)) => {
                 r.queue_drops = Some(queue_drops(&s));
                 r.peak_backlog_bytes = Some(peak_backlog_bytes(&s));
+                let (mean, p95) = sojourn_down_ms(&s);
+                r.qdelay_mean_ms = Some(mean);
+                r.qdelay_p95_ms = Some(p95);
                 if r.outcome == Outcome::Capped && !reported && client_wall > 0.0 {
                     r.goodput_mbps =
                         Some(delivered_down_bytes(&s) as f64 * 8.0 / client_wall / 1e6);
@@ -339,11 +406,7 @@ fn run_inner(
             }
         }
     }
-    if let (Some(g), Some(p)) = (r.goodput_mbps, loss.mean) {
-        if p < 1.0 && !opts.direct {
-            r.efficiency = Some(g * 1e6 / (opts.rate_bps as f64 * (1.0 - p)));
-        }
-    }
+    r.efficiency = efficiency(opts, loss, r.goodput_mbps, r.offered_mbps);
     if let Some(f) = failure {
         return Err(f);
     }
@@ -356,4 +419,33 @@ fn run_inner(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn efficiency_by_rate_or_trace() {
+        let mut o = crate::experiment::options::parse_matrix(
+            "--rate 10mbit".split_whitespace().map(String::from),
+            Path::new("/x"),
+        )
+        .unwrap()
+        .unwrap();
+        let l5 = LossCase::parse("5%").unwrap();
+        // 9.5 Mbit/s of 10 Mbit/s × 0.95.
+        let e = efficiency(&o, &l5, Some(9.5), None).unwrap();
+        assert!((e - 1.0).abs() < 1e-12);
+        let ge = LossCase::parse("schedule:0-1s=all").unwrap();
+        assert_eq!(efficiency(&o, &ge, Some(9.5), None), None);
+        // With a down trace: goodput / offered capacity, loss or not.
+        o.trace_down = Some("/t.down".into());
+        assert_eq!(efficiency(&o, &l5, Some(4.0), Some(5.0)), Some(0.8));
+        assert_eq!(efficiency(&o, &ge, Some(4.0), Some(5.0)), Some(0.8));
+        assert_eq!(efficiency(&o, &l5, Some(4.0), None), None);
+        assert_eq!(efficiency(&o, &l5, None, Some(5.0)), None);
+        o.direct = true;
+        assert_eq!(efficiency(&o, &l5, Some(4.0), Some(5.0)), None);
+    }
 }

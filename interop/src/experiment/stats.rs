@@ -176,8 +176,14 @@ pub struct Cell {
     pub time_s: Option<Summary>,
     /// Goodput, Mbit/s.
     pub goodput_mbps: Option<Summary>,
-    /// goodput / (C·(1−p)).
+    /// goodput / (C·(1−p)); with a down trace, goodput / offered capacity.
     pub efficiency: Option<Summary>,
+    /// Down trace: delivered UDP payload / offered capacity.
+    pub utilisation: Option<Summary>,
+    /// Mean time at the down bottleneck of each run, ms.
+    pub qdelay_mean_ms: Option<Summary>,
+    /// 95th percentile time at the down bottleneck of each run, ms.
+    pub qdelay_p95_ms: Option<Summary>,
     /// Repair symbols / source symbols (server).
     pub repair_overhead: Option<Summary>,
     /// Server's retransmitted stream bytes.
@@ -190,6 +196,8 @@ pub struct Cell {
     pub delay_mean_ms: Option<Summary>,
     /// Per-run median delivery delay, ms.
     pub delay_p50_ms: Option<Summary>,
+    /// Per-run 95th percentile delivery delay, ms.
+    pub delay_p95_ms: Option<Summary>,
     /// Per-run 99th percentile delivery delay, ms.
     pub delay_p99_ms: Option<Summary>,
     /// Per-run largest delivery delay, ms.
@@ -274,12 +282,16 @@ pub fn cell(row: &str, loss: &LossCase, results: &[RunResult]) -> Cell {
         time_s: summarize(&times),
         goodput_mbps: col(&used, |r| r.goodput_mbps),
         efficiency: col(&used, |r| r.efficiency),
+        utilisation: col(&used, |r| r.utilisation),
+        qdelay_mean_ms: col(&used, |r| r.qdelay_mean_ms),
+        qdelay_p95_ms: col(&used, |r| r.qdelay_p95_ms),
         repair_overhead: col(&used, |r| r.repair_overhead),
         retrans_bytes: col(&used, |r| r.server_retrans_bytes.map(|b| b as f64)),
         queue_drops: col(&used, |r| r.queue_drops.map(|b| b as f64)),
         peak_backlog_bytes: col(&used, |r| r.peak_backlog_bytes.map(|b| b as f64)),
         delay_mean_ms: d(|x| x.mean_ms),
         delay_p50_ms: d(|x| x.p50_ms),
+        delay_p95_ms: d(|x| x.p95_ms),
         delay_p99_ms: d(|x| x.p99_ms),
         delay_max_ms: d(|x| x.max_ms),
         cpu_server_s: col(&used, |r| r.cpu_server_s),

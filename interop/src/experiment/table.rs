@@ -6,6 +6,11 @@
 //! value when they agree or there is one run); `>` marks a lower bound (a
 //! capped run's time, and medians or ratios over one), `<` an upper bound,
 //! `~` a ratio of two lower bounds.
+//!
+//! With a capacity trace (`traced`), the efficiency column is labelled
+//! `util` (goodput / offered capacity) and the tables add the link
+//! utilisation and the down bottleneck's queue delay (mean and p95); the
+//! streaming table also the p95 delivery delay.
 
 use crate::experiment::options::Options;
 use crate::experiment::run::{Outcome, RunResult};
@@ -133,8 +138,8 @@ pub enum Layout {
     Cost,
 }
 
-/// The per-cell summary table.
-pub fn format_cells(cells: &[Cell], layout: Layout, markdown: bool) -> String {
+/// The per-cell summary table; `traced`: the link followed a trace.
+pub fn format_cells(cells: &[Cell], layout: Layout, markdown: bool, traced: bool) -> String {
     let head: &[&str] = match layout {
         Layout::Bulk => &[
             "row",
@@ -185,11 +190,24 @@ pub fn format_cells(cells: &[Cell], layout: Layout, markdown: bool) -> String {
             "goodput Mbit/s",
         ],
     };
-    let mut table: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
+    let trace_cols = traced && layout != Layout::Cost;
+    let mut head: Vec<String> = head.iter().map(|s| s.to_string()).collect();
+    if trace_cols {
+        for h in &mut head {
+            if h == "eff" {
+                *h = "util".into();
+            }
+        }
+        if layout == Layout::Stream {
+            head.insert(5, "p95 ms".into());
+        }
+        head.extend(["link util", "qdelay mean ms", "qdelay p95 ms"].map(String::from));
+    }
+    let mut table: Vec<Vec<String>> = vec![head];
     for c in cells {
         let s = |x: &Option<Summary>, p: usize| fmt_summary(x.as_ref(), p);
         let kb = |x: &Option<Summary>| fmt_summary(scaled(x.as_ref(), 1e-3).as_ref(), 1);
-        let row = match layout {
+        let mut row = match layout {
             Layout::Bulk => vec![
                 c.title.clone(),
                 c.loss.clone(),
@@ -239,10 +257,54 @@ pub fn format_cells(cells: &[Cell], layout: Layout, markdown: bool) -> String {
                 s(&c.goodput_mbps, 1),
             ],
         };
+        if trace_cols {
+            if layout == Layout::Stream {
+                row.insert(5, s(&c.delay_p95_ms, 1));
+            }
+            row.extend([
+                s(&c.utilisation, 3),
+                s(&c.qdelay_mean_ms, 1),
+                s(&c.qdelay_p95_ms, 1),
+            ]);
+        }
         table.push(row);
     }
     let text_cols = if layout == Layout::Cost { 1 } else { 2 };
     render(&table, markdown, text_cols, false)
+}
+
+/// The link of `o` in words: rate or traces (file names, and the offsets
+/// by run index), RTT, buffer, loss position.
+pub fn link_description(o: &Options) -> String {
+    let rate = format!("{} Mbit/s", o.rate_bps as f64 / 1e6);
+    let mut s = String::new();
+    if o.traced() {
+        let side = |t: &Option<std::path::PathBuf>| match t {
+            Some(p) => format!(
+                "trace {}",
+                p.file_name().unwrap_or(p.as_os_str()).to_string_lossy()
+            ),
+            None => rate.clone(),
+        };
+        s += &format!("{} down, {} up", side(&o.trace_down), side(&o.trace_up));
+    } else {
+        s += &rate;
+    }
+    s += &format!(
+        ", RTT {} ms, buffer {}, loss both ways ({} the queue)",
+        o.rtt.as_millis(),
+        o.buffer,
+        o.loss_position
+    );
+    if o.traced() {
+        let offs: Vec<String> = o
+            .trace_offsets
+            .iter()
+            .map(|d| crate::experiment::options::fmt_secs(*d))
+            .collect();
+        s += &format!(", trace offset {} s by run index", offs.join("/"));
+    }
+    s
 }
 
 /// The caption of a matrix: what was fetched over which link, how many
@@ -255,13 +317,7 @@ pub fn matrix_caption(o: &Options) -> String {
     let link = if o.direct {
         "loopback without linkem".to_string()
     } else {
-        format!(
-            "{} Mbit/s, RTT {} ms, buffer {}, loss both ways ({} the queue)",
-            o.rate_bps as f64 / 1e6,
-            o.rtt.as_millis(),
-            o.buffer,
-            o.loss_position
-        )
+        link_description(o)
     };
     let runs = if o.runs == 1 {
         format!("1 run per cell (seed {})", o.seed)
@@ -293,8 +349,9 @@ pub fn format_failures(cells: &[Cell]) -> String {
     out
 }
 
-/// The table of individual runs.
-pub fn format_runs(rows: &[RunResult], markdown: bool) -> String {
+/// The table of individual runs; `traced`: with the trace offset, util
+/// for eff, link utilisation and queue delays.
+pub fn format_runs(rows: &[RunResult], markdown: bool, traced: bool) -> String {
     let head = [
         "row",
         "loss",
@@ -315,7 +372,18 @@ pub fn format_runs(rows: &[RunResult], markdown: bool) -> String {
     ];
     let opt = |v: Option<f64>, prec: usize| v.map_or_else(|| "-".into(), |x| num(x, prec));
     let opt_u = |v: Option<u64>| v.map_or_else(|| "-".into(), |x| x.to_string());
-    let mut table: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
+    let mut head: Vec<String> = head.iter().map(|s| s.to_string()).collect();
+    // Trace columns go before `note`, after `seed` (offset) and `eff`.
+    if traced {
+        head[7] = "util".into();
+        head.insert(4, "offset s".into());
+        let n = head.len();
+        head.splice(
+            n - 1..n - 1,
+            ["link util", "qdelay mean/p95 ms"].map(String::from),
+        );
+    }
+    let mut table: Vec<Vec<String>> = vec![head];
     for r in rows {
         let (lost, qd, peak) = match &r.emulator {
             Some(s) => (
@@ -341,7 +409,7 @@ pub fn format_runs(rows: &[RunResult], markdown: bool) -> String {
             || "-".into(),
             |d| format!("{:.1}/{:.1}", d.mean_ms, d.p99_ms),
         );
-        table.push(vec![
+        let mut row = vec![
             r.title.clone(),
             r.loss.clone(),
             r.run.to_string(),
@@ -358,7 +426,17 @@ pub fn format_runs(rows: &[RunResult], markdown: bool) -> String {
             delay,
             format!("{}/{}", opt(r.cpu_server_s, 2), opt(r.cpu_client_s, 2)),
             r.error.clone().unwrap_or_default().replace('|', "/"),
-        ]);
+        ];
+        if traced {
+            row.insert(4, opt(r.trace_offset_s, 0));
+            let n = row.len();
+            let qd = match (r.qdelay_mean_ms, r.qdelay_p95_ms) {
+                (Some(m), Some(p)) => format!("{m:.1}/{p:.1}"),
+                _ => "-".into(),
+            };
+            row.splice(n - 1..n - 1, [opt(r.utilisation, 3), qd]);
+        }
+        table.push(row);
     }
     render(&table, markdown, 2, true)
 }
@@ -437,7 +515,7 @@ mod tests {
     #[test]
     fn markdown_and_plain_tables() {
         let cs = sample();
-        let md = format_cells(&cs, Layout::Bulk, true);
+        let md = format_cells(&cs, Layout::Bulk, true, false);
         let lines: Vec<&str> = md.lines().collect();
         assert_eq!(lines.len(), 6, "{md}");
         assert!(lines
@@ -455,7 +533,7 @@ mod tests {
             "{}",
             lines[5]
         );
-        let plain = format_cells(&cs, Layout::Short, false);
+        let plain = format_cells(&cs, Layout::Short, false, false);
         let pl: Vec<&str> = plain.lines().collect();
         assert!(pl[0].starts_with("row "), "{plain}");
         assert!(pl[3].contains("1.05"), "{plain}"); // 4.2 / 4.0 against its own 0%
@@ -463,7 +541,7 @@ mod tests {
         let at = pl[0].find("loss").unwrap();
         assert!(pl[1..].iter().all(|l| l.chars().nth(at - 1) == Some(' ')));
         for layout in [Layout::Stream, Layout::Cost] {
-            let t = format_cells(&cs, layout, true);
+            let t = format_cells(&cs, layout, true, false);
             assert_eq!(t.lines().count(), 6, "{t}");
         }
         let f = format_failures(&cs);
@@ -471,6 +549,96 @@ mod tests {
             f,
             "- failed: cubic (no coding), 5%: run 0 (seed 0): x | y\n"
         );
+    }
+
+    #[test]
+    fn trace_columns_only_with_a_trace() {
+        let mut results = Vec::new();
+        for (k, q) in [(0, 30.0), (1, 50.0)] {
+            results.push(RunResult {
+                row: "hybrid".into(),
+                title: "coded+hybrid".into(),
+                loss: "0%".into(),
+                run: k,
+                seed: k as u64 + 1,
+                completion_s: Some(60.0),
+                goodput_mbps: Some(4.0 + k as f64),
+                efficiency: Some(0.8 + 0.1 * k as f64),
+                trace_offset_s: Some(40.0 * k as f64),
+                utilisation: Some(0.85),
+                qdelay_mean_ms: Some(q / 2.0),
+                qdelay_p95_ms: Some(q),
+                delivery: Some(crate::experiment::lines::Delivery {
+                    p95_ms: q * 3.0,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            });
+        }
+        let cs = cells(
+            &results,
+            &["hybrid".to_string()],
+            &[LossCase::parse("0").unwrap()],
+            None,
+        );
+        let plain = format_cells(&cs, Layout::Bulk, true, false);
+        assert!(plain.starts_with("| row | loss | runs | time s | goodput Mbit/s | eff |"));
+        assert!(!plain.contains("qdelay"));
+        let traced = format_cells(&cs, Layout::Bulk, true, true);
+        let l: Vec<&str> = traced.lines().collect();
+        assert!(
+            l[0].contains("| goodput Mbit/s | util | goodput ×ref |"),
+            "{}",
+            l[0]
+        );
+        assert!(
+            l[0].ends_with("| link util | qdelay mean ms | qdelay p95 ms |"),
+            "{}",
+            l[0]
+        );
+        assert_eq!(l[0].matches('|').count(), l[1].matches('|').count());
+        assert!(
+            l[2].ends_with("| 0.850 | 20.0 (15.0–25.0) | 40.0 (30.0–50.0) |"),
+            "{}",
+            l[2]
+        );
+        let stream = format_cells(&cs, Layout::Stream, true, true);
+        assert!(stream.contains("| p50 ms | p95 ms | p99 ms |"), "{stream}");
+        assert!(stream.contains("| 120.0 (90.0–150.0) |"), "{stream}");
+        // The cost table has no link.
+        assert!(!format_cells(&cs, Layout::Cost, true, true).contains("qdelay"));
+        let runs = format_runs(&results, true, true);
+        let r: Vec<&str> = runs.lines().collect();
+        assert!(r[0].starts_with("| row | loss | run | seed | offset s | outcome |"));
+        assert!(r[0].ends_with("| link util | qdelay mean/p95 ms | note |"));
+        assert!(r[3].contains("| 1 | 2 | 40 | ok |"), "{}", r[3]);
+        assert!(r[3].ends_with("| 0.850 | 25.0/50.0 |  |"), "{}", r[3]);
+        assert!(!format_runs(&results, true, false).contains("offset"));
+    }
+
+    #[test]
+    fn captions_with_and_without_traces() {
+        let mut o = crate::experiment::options::parse_matrix(
+            std::iter::empty(),
+            std::path::Path::new("/x"),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            link_description(&o),
+            "20 Mbit/s, RTT 40 ms, buffer bdp, loss both ways (after the queue)"
+        );
+        o.trace_down = Some("/t/Verizon-LTE-short.down".into());
+        o.trace_offsets = vec![
+            std::time::Duration::ZERO,
+            std::time::Duration::from_millis(40_500),
+        ];
+        assert_eq!(
+            link_description(&o),
+            "trace Verizon-LTE-short.down down, 20 Mbit/s up, RTT 40 ms, buffer bdp, loss both \
+             ways (after the queue), trace offset 0/40.5 s by run index"
+        );
+        assert!(matrix_caption(&o).contains("over trace Verizon-LTE-short.down down"));
     }
 
     #[test]
@@ -490,11 +658,11 @@ mod tests {
                 ..Default::default()
             },
         ];
-        let md = format_runs(&rows, true);
+        let md = format_runs(&rows, true, false);
         assert_eq!(md.lines().count(), 4);
         assert!(md.contains("| capped | >90.00 |"), "{md}");
         assert!(md.contains("capped / at 90 s"), "{md}");
-        assert!(format_runs(&rows, false)
+        assert!(format_runs(&rows, false, false)
             .lines()
             .nth(2)
             .unwrap()

@@ -82,7 +82,13 @@ pub fn judge(median: f64, worst: f64, threshold: f64, dir: Dir) -> Status {
     }
 }
 
-fn target(name: String, dir: Dir, vals: Option<(f64, f64, f64)>, missing: &str) -> Target {
+/// A target from `(median, worst, threshold)`, n/a ("needs `missing`") without.
+pub(crate) fn target(
+    name: String,
+    dir: Dir,
+    vals: Option<(f64, f64, f64)>,
+    missing: &str,
+) -> Target {
     match vals {
         Some((median, worst, threshold)) => Target {
             name,
