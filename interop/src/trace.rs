@@ -33,6 +33,10 @@ pub const HEADER_BYTES: u64 = 28;
 /// Largest trace accepted, in lines (bounded memory: 8 bytes per line).
 pub const MAX_TRACE_LINES: usize = 50_000_000;
 
+/// Largest timestamp accepted (about 115 days), so that nanosecond
+/// arithmetic on trace times cannot overflow.
+pub const MAX_TRACE_MS: u64 = 10_000_000_000;
+
 /// A parsed trace: nondecreasing millisecond timestamps, the last one > 0.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Trace {
@@ -53,6 +57,11 @@ impl Trace {
             let v: u64 = line.parse().map_err(|_| {
                 format!("{name}:{n}: '{line}' is not a millisecond timestamp (an unsigned integer)")
             })?;
+            if v > MAX_TRACE_MS {
+                return Err(format!(
+                    "{name}:{n}: timestamp {v} is beyond the largest supported ({MAX_TRACE_MS} ms)"
+                ));
+            }
             if let Some(&last) = ms.last() {
                 if v < last {
                     return Err(format!(
@@ -256,6 +265,7 @@ mod tests {
             ("1\n-2\n", "t:2:"),
             ("5\n4\n", "t:2: timestamp 4 is smaller"),
             ("1.5\n", "t:1:"),
+            ("1\n99999999999\n", "t:2: timestamp 99999999999 is beyond"),
         ];
         for (text, want) in cases {
             let e = Trace::parse(text, "t").expect_err(text);
