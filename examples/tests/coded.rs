@@ -4,12 +4,10 @@
 //! that coding was in fact negotiated and recovered losses; nothing is
 //! asserted about speed.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use interop::link::{Buffer, LinkConfig};
 use interop::loss::LossSchedule;
-use interop::relay::{Relay, RelayConfig, RelayHandle};
+use interop::relay::RelayHandle;
 
 mod common;
 use common::*;
@@ -17,24 +15,16 @@ use common::*;
 /// A relay to `server_port`: 50 Mbit/s, 5 ms each way, a BDP buffer, and
 /// the loss spec (a linkem `--loss` value) in both directions.
 fn relay(server_port: u16, loss: &str, seed: u64) -> RelayHandle {
-    let upstream: SocketAddr = format!("127.0.0.1:{server_port}").parse().unwrap();
-    let mut cfg = RelayConfig::new("127.0.0.1:0".parse().unwrap(), upstream);
-    let rate = 50_000_000;
-    let link = LinkConfig {
-        rate_bps: Some(rate),
-        delay: Duration::from_millis(5),
-        buffer: Buffer::bdp(Some(rate), Duration::from_millis(10), 16 * 1500),
-        loss: LossSchedule::parse(loss).unwrap(),
-        ..LinkConfig::default()
-    };
-    cfg.up = link.clone();
-    cfg.down = link;
-    cfg.seed = seed;
-    Relay::spawn(cfg).expect("relay")
+    let loss = LossSchedule::parse(loss).unwrap();
+    relay_with(
+        server_port,
+        link(50_000_000, Duration::from_millis(5), loss),
+        seed,
+    )
 }
 
 fn url(r: &RelayHandle, path: &str) -> String {
-    format!("https://127.0.0.1:{}{path}", r.local_addr().port())
+    relay_url(r, path)
 }
 
 /// The server's JSON line for the connection just closed.
@@ -46,61 +36,78 @@ fn server_line(srv: &Server) -> serde_json::Value {
     serde_json::from_str(&line).unwrap()
 }
 
-/// Downloads `/data.bin` (2 MB) through `loss` with the transport flags
-/// `t` on both ends; checks the file and returns the client's and the
-/// server's JSON lines.
-fn download(tag: &str, loss: &str, t: &[&str]) -> (serde_json::Value, serde_json::Value) {
-    let s = setup(tag);
+/// One request for `path` through `loss`, with the transport flags `t` on
+/// both ends and `extra` client arguments; checks that the client
+/// succeeded and returns its JSON line and the server's.
+fn request(
+    s: &Scratch,
+    tag: &str,
+    loss: &str,
+    seed: u64,
+    t: &[&str],
+    extra: &[&str],
+    path: &str,
+) -> (serde_json::Value, serde_json::Value) {
     let mut server_args = vec!["--stats-json"];
     server_args.extend_from_slice(t);
-    let srv = Server::start(&s, &server_args);
-    let r = relay(srv.port, loss, 11);
-    let out = s.path("out");
-    let mut args = vec!["--json", "--out", out.to_str().unwrap()];
+    let srv = Server::start(s, &server_args);
+    let r = relay(srv.port, loss, seed);
+    let mut args = vec!["--json"];
+    args.extend_from_slice(extra);
     args.extend_from_slice(t);
-    let u = url(&r, "/data.bin");
+    let u = url(&r, path);
     args.push(&u);
-    let o = client(&s, &args);
+    let o = client(s, &args);
     r.stop();
     assert!(
         o.status.success(),
         "{tag}: {}",
         String::from_utf8_lossy(&o.stderr)
+    );
+    (json_lines(&o).remove(0), server_line(&srv))
+}
+
+/// Downloads `/data.bin` (2 MB) through `loss` with the transport flags
+/// `t` on both ends; checks the file and returns the client's and the
+/// server's JSON lines.
+fn download(tag: &str, loss: &str, t: &[&str]) -> (serde_json::Value, serde_json::Value) {
+    let s = setup(tag);
+    let out = s.path("out");
+    let lines = request(
+        &s,
+        tag,
+        loss,
+        11,
+        t,
+        &["--out", out.to_str().unwrap()],
+        "/data.bin",
     );
     assert_eq!(
         sha256(&out.join("data.bin")),
         sha256(&s.path("root/data.bin")),
         "{tag}: the downloaded file differs"
     );
-    let c = json_lines(&o).remove(0);
-    (c, server_line(&srv))
+    lines
 }
 
-/// Uploads 1.5 MB through `loss`; the server's receipt (sha256) must match
-/// what the client sent (the client checks it and fails otherwise).
+/// Uploads the 2 MB file through `loss`; the server's receipt (sha256) must
+/// match what the client sent (the client checks it and fails otherwise).
 fn upload(tag: &str, loss: &str, t: &[&str]) -> (serde_json::Value, serde_json::Value) {
     let s = setup(tag);
-    let mut server_args = vec!["--stats-json"];
-    server_args.extend_from_slice(t);
-    let srv = Server::start(&s, &server_args);
-    let r = relay(srv.port, loss, 12);
     let file = s.path("root/data.bin");
-    let mut args = vec!["--json", "--upload", file.to_str().unwrap()];
-    args.extend_from_slice(t);
-    let u = url(&r, "/upload");
-    args.push(&u);
-    let o = client(&s, &args);
-    r.stop();
-    assert!(
-        o.status.success(),
-        "{tag}: {}",
-        String::from_utf8_lossy(&o.stderr)
+    let (c, srv) = request(
+        &s,
+        tag,
+        loss,
+        12,
+        t,
+        &["--upload", file.to_str().unwrap()],
+        "/upload",
     );
-    let c = json_lines(&o).remove(0);
     assert_eq!(c["uploaded"], 2_000_000, "{tag}");
     let want: String = sha256(&file).iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(c["upload_sha256"], want.as_str(), "{tag}: server receipt");
-    (c, server_line(&srv))
+    (c, srv)
 }
 
 #[test]
@@ -183,18 +190,12 @@ fn a_two_second_outage_is_survived() {
     // a 2 MB download at a reduced rate is still running.
     let s = setup("outage");
     let srv = Server::start(&s, &["--stats-json"]);
-    let upstream: SocketAddr = format!("127.0.0.1:{}", srv.port).parse().unwrap();
-    let mut cfg = RelayConfig::new("127.0.0.1:0".parse().unwrap(), upstream);
-    let link = LinkConfig {
-        rate_bps: Some(10_000_000),
-        delay: Duration::from_millis(10),
-        buffer: Buffer::bdp(Some(10_000_000), Duration::from_millis(20), 16 * 1500),
-        loss: LossSchedule::parse("schedule:0-300ms=none;300ms-2300ms=all;2300ms-=none").unwrap(),
-        ..LinkConfig::default()
-    };
-    cfg.up = link.clone();
-    cfg.down = link;
-    let r = Relay::spawn(cfg).expect("relay");
+    let loss = LossSchedule::parse("schedule:0-300ms=none;300ms-2300ms=all;2300ms-=none").unwrap();
+    let r = relay_with(
+        srv.port,
+        link(10_000_000, Duration::from_millis(10), loss),
+        1,
+    );
     let out = s.path("out");
     let o = client(
         &s,

@@ -5,12 +5,10 @@
 //! The assertions are about correctness (bytes identical, counters
 //! consistent), never about speed.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use interop::link::{Buffer, LinkConfig};
-use interop::loss::{LossModel, LossSchedule};
-use interop::relay::{Relay, RelayConfig, RelayHandle};
+use interop::relay::RelayHandle;
 
 mod common;
 use common::*;
@@ -18,28 +16,33 @@ use common::*;
 /// A relay to `server_port` with rate, one-way delay and Bernoulli loss `p`
 /// in both directions.
 fn relay(server_port: u16, rate_bps: u64, delay_ms: u64, p: f64, seed: u64) -> RelayHandle {
-    let upstream: SocketAddr = format!("127.0.0.1:{server_port}").parse().unwrap();
-    let mut cfg = RelayConfig::new("127.0.0.1:0".parse().unwrap(), upstream);
-    let rtt = Duration::from_millis(2 * delay_ms);
-    let link = LinkConfig {
-        rate_bps: Some(rate_bps),
-        delay: Duration::from_millis(delay_ms),
-        buffer: Buffer::bdp(Some(rate_bps), rtt, 16 * 1500),
-        loss: if p > 0.0 {
-            LossSchedule::constant(LossModel::Bernoulli { p })
-        } else {
-            LossSchedule::none()
-        },
-        ..LinkConfig::default()
-    };
-    cfg.up = link.clone();
-    cfg.down = link;
-    cfg.seed = seed;
-    Relay::spawn(cfg).expect("relay")
+    let l = link(rate_bps, Duration::from_millis(delay_ms), bernoulli(p));
+    relay_with(server_port, l, seed)
 }
 
 fn url(r: &RelayHandle, path: &str) -> String {
-    format!("https://127.0.0.1:{}{path}", r.local_addr().port())
+    relay_url(r, path)
+}
+
+/// `qnc-client` with `flags` fetches `/data.bin` through `r` into `out/`;
+/// it must succeed with the file intact.
+fn fetch_data(s: &Scratch, r: &RelayHandle, flags: &[&str]) -> std::process::Output {
+    let out_dir = s.path("out");
+    let u = url(r, "/data.bin");
+    let mut args = flags.to_vec();
+    args.extend(["--out", out_dir.to_str().unwrap(), "--json", &u]);
+    let o = client(s, &args);
+    assert!(
+        o.status.success(),
+        "{flags:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        sha256(&out_dir.join("data.bin")),
+        sha256(&s.path("root/data.bin")),
+        "{flags:?}"
+    );
+    o
 }
 
 /// Downloads the 2 MB file at 10% loss each way and checks its sha256, for
@@ -50,29 +53,8 @@ fn file_survives_ten_percent_loss() {
         let s = setup(&format!("loss10-{cc}"));
         let server = Server::start(&s, &["--cc", cc]);
         let r = relay(server.port, 50_000_000, 5, 0.10, 7);
-        let out_dir = s.path("out");
-        let o = client(
-            &s,
-            &[
-                "--cc",
-                cc,
-                "--out",
-                out_dir.to_str().unwrap(),
-                "--json",
-                &url(&r, "/data.bin"),
-            ],
-        );
+        let o = fetch_data(&s, &r, &["--cc", cc]);
         let stats = r.stop();
-        assert!(
-            o.status.success(),
-            "{cc}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        assert_eq!(
-            sha256(&out_dir.join("data.bin")),
-            sha256(&s.path("root/data.bin")),
-            "{cc}"
-        );
         let j = &json_lines(&o)[0];
         assert_eq!(j["bytes"], 2_000_000, "{cc}");
         // The emulator did drop packets, in both directions.
@@ -104,12 +86,10 @@ fn file_crosses_a_trace_driven_link() {
     for nc in ["auto", "off"] {
         let s = setup(&format!("trace-{nc}"));
         let server = Server::start(&s, &["--nc", nc]);
-        let upstream: SocketAddr = format!("127.0.0.1:{}", server.port).parse().unwrap();
-        let mut cfg = RelayConfig::new("127.0.0.1:0".parse().unwrap(), upstream);
         let link = LinkConfig {
             delay: Duration::from_millis(10),
             buffer: Buffer::Packets(100),
-            loss: LossSchedule::constant(LossModel::Bernoulli { p: 0.02 }),
+            loss: bernoulli(0.02),
             trace: Some(TraceConfig::new(
                 trace.clone(),
                 "synthetic",
@@ -117,33 +97,9 @@ fn file_crosses_a_trace_driven_link() {
             )),
             ..LinkConfig::default()
         };
-        cfg.up = link.clone();
-        cfg.down = link;
-        cfg.seed = 5;
-        let r = Relay::spawn(cfg).expect("relay");
-        let out_dir = s.path("out");
-        let o = client(
-            &s,
-            &[
-                "--nc",
-                nc,
-                "--out",
-                out_dir.to_str().unwrap(),
-                "--json",
-                &url(&r, "/data.bin"),
-            ],
-        );
+        let r = relay_with(server.port, link, 5);
+        fetch_data(&s, &r, &["--nc", nc]);
         let stats = r.stop();
-        assert!(
-            o.status.success(),
-            "{nc}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        assert_eq!(
-            sha256(&out_dir.join("data.bin")),
-            sha256(&s.path("root/data.bin")),
-            "{nc}"
-        );
         let d = &stats.down.link;
         let offered = d
             .offered_bytes

@@ -14,16 +14,14 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, UdpSocket};
+use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use interop::link::{Buffer, LinkConfig};
-use interop::loss::{LossModel, LossSchedule};
-use interop::relay::{Relay, RelayConfig, RelayHandle, Stats};
+use interop::relay::{RelayHandle, Stats};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -378,20 +376,11 @@ fn assert_offered(j: &Value, what: &str) {
 /// A relay to `port`: 50 Mbit/s, 5 ms each way, a BDP buffer, Bernoulli
 /// loss `p` both ways.
 fn relay(port: u16, p: f64, seed: u64) -> RelayHandle {
-    let upstream: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let mut cfg = RelayConfig::new("127.0.0.1:0".parse().unwrap(), upstream);
-    let rate = 50_000_000;
-    let link = LinkConfig {
-        rate_bps: Some(rate),
-        delay: Duration::from_millis(5),
-        buffer: Buffer::bdp(Some(rate), Duration::from_millis(10), 16 * 1500),
-        loss: LossSchedule::constant(LossModel::Bernoulli { p }),
-        ..LinkConfig::default()
-    };
-    cfg.up = link.clone();
-    cfg.down = link;
-    cfg.seed = seed;
-    Relay::spawn(cfg).expect("relay")
+    relay_with(
+        port,
+        link(50_000_000, Duration::from_millis(5), bernoulli(p)),
+        seed,
+    )
 }
 
 fn url(port: u16, path: &str) -> String {
@@ -459,6 +448,19 @@ fn our_server_serves(stack: Stack, p: f64) -> Value {
     l
 }
 
+/// qnc-client fetches `paths` from the server on `port` in one connection
+/// into `out/`; returns that directory and the client's JSON line.
+fn our_client_fetches(s: &Scratch, port: u16, paths: &[&str]) -> (PathBuf, Value) {
+    let out = s.path("out");
+    let urls: Vec<String> = paths.iter().map(|p| url(port, p)).collect();
+    let mut args = vec!["--json", "--out", out.to_str().unwrap()];
+    args.extend(urls.iter().map(String::as_str));
+    let o = client(s, &args);
+    ok(&o, "qnc-client");
+    let c = json_lines(&o).remove(0);
+    (out, c)
+}
+
 /// qnc-client against the aioquic server: a file and `/bytes/N` in one
 /// connection, then an upload; plain QUIC although the aioquic server did
 /// receive our `nc_parameters`.
@@ -466,24 +468,12 @@ fn our_server_serves(stack: Stack, p: f64) -> Value {
 fn our_client_falls_back_with_aioquic_server() {
     let s = setup("tp-aioquic-srv");
     let srv = Aioquic.server(&s);
-    let out = s.path("out");
-    let o = client(
-        &s,
-        &[
-            "--json",
-            "--out",
-            out.to_str().unwrap(),
-            &url(srv.port, "/data.bin"),
-            &url(srv.port, &format!("/bytes/{N}")),
-        ],
-    );
-    ok(&o, "qnc-client");
+    let (out, c) = our_client_fetches(&s, srv.port, &["/data.bin", &format!("/bytes/{N}")]);
     assert_eq!(
         sha256(&out.join("data.bin")),
         sha256(&s.path("root/data.bin"))
     );
     assert_eq!(sha256(&out.join(N.to_string())), pattern_sha(N));
-    let c = json_lines(&o).remove(0);
     assert_eq!(c["requests"], 2);
     assert_eq!(c["bytes"], 2_000_000 + N as u64);
     assert_plain(&c, "qnc-client download from aioquic");
@@ -547,21 +537,9 @@ fn our_server_falls_back_with_aioquic_client() {
 fn our_client_falls_back_with_quic_go_server() {
     let s = setup("tp-quic-go-srv");
     let srv = QuicGo.server(&s);
-    let out = s.path("out");
-    let o = client(
-        &s,
-        &[
-            "--json",
-            "--out",
-            out.to_str().unwrap(),
-            &url(srv.port, &format!("/bytes/{N}")),
-            &url(srv.port, "/bytes/300000"),
-        ],
-    );
-    ok(&o, "qnc-client");
+    let (out, c) = our_client_fetches(&s, srv.port, &[&format!("/bytes/{N}"), "/bytes/300000"]);
     assert_eq!(sha256(&out.join(N.to_string())), pattern_sha(N));
     assert_eq!(sha256(&out.join("300000")), pattern_sha(300_000));
-    let c = json_lines(&o).remove(0);
     assert_eq!(c["requests"], 2);
     assert_eq!(c["bytes"], N as u64 + 300_000);
     assert_plain(&c, "qnc-client download from quic-go");

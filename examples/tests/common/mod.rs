@@ -9,6 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
+use interop::link::{Buffer, LinkConfig};
+use interop::loss::{LossModel, LossSchedule};
+use interop::relay::{Relay, RelayConfig, RelayHandle};
 use sha2::{Digest, Sha256};
 
 pub const CERTS: &str = env!("CARGO_BIN_EXE_qnc-certs");
@@ -206,4 +209,41 @@ pub fn setup(tag: &str) -> Scratch {
         .collect();
     std::fs::write(s.path("root/data.bin"), data).unwrap();
     s
+}
+
+/// A link of `rate_bps` with `delay` each way, a one-BDP buffer (at least
+/// 16 packets) and `loss`.
+pub fn link(rate_bps: u64, delay: Duration, loss: LossSchedule) -> LinkConfig {
+    LinkConfig {
+        rate_bps: Some(rate_bps),
+        delay,
+        buffer: Buffer::bdp(Some(rate_bps), 2 * delay, 16 * 1500),
+        loss,
+        ..LinkConfig::default()
+    }
+}
+
+/// Bernoulli loss `p` (no loss model at all for 0).
+pub fn bernoulli(p: f64) -> LossSchedule {
+    if p > 0.0 {
+        LossSchedule::constant(LossModel::Bernoulli { p })
+    } else {
+        LossSchedule::none()
+    }
+}
+
+/// An in-process relay on a random loopback port to the server on
+/// `server_port`, with `link` in both directions.
+pub fn relay_with(server_port: u16, link: LinkConfig, seed: u64) -> RelayHandle {
+    let upstream = format!("127.0.0.1:{server_port}").parse().unwrap();
+    let mut cfg = RelayConfig::new("127.0.0.1:0".parse().unwrap(), upstream);
+    cfg.up = link.clone();
+    cfg.down = link;
+    cfg.seed = seed;
+    Relay::spawn(cfg).expect("relay")
+}
+
+/// The `https://` URL of `path` through relay `r`.
+pub fn relay_url(r: &RelayHandle, path: &str) -> String {
+    format!("https://127.0.0.1:{}{path}", r.local_addr().port())
 }
