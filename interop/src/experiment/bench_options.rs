@@ -7,10 +7,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::experiment::options::{
-    check_reference, common_flag, defaults, finish_tools, parse_loss_list, parse_rows, parse_runs,
-    parse_secs, parse_size, parse_stream, ArgIter, LossCase, Options,
+    check_reference, defaults, parse_flags, parse_loss_list, parse_reference, parse_rows,
+    parse_runs, parse_secs, parse_size, parse_stream, LossCase, Options,
 };
-use crate::peer::FlowSpec;
 
 /// Usage text of `nc-experiment bench-e2e`.
 pub const BENCH_USAGE: &str = "\
@@ -149,22 +148,8 @@ pub fn parse_bench(
         cost_size: 300_000_000,
         out: PathBuf::from("results"),
     };
-    let (mut linkem, mut quic_go, mut quinn) = (None, None, None);
-    let mut it = ArgIter::new(args);
-    while let Some(a) = it.next() {
-        let (name, v) = a?;
-        if common_flag(
-            &mut b.base,
-            &mut linkem,
-            &mut quic_go,
-            &mut quinn,
-            &name,
-            v.clone(),
-        )? {
-            continue;
-        }
-        match name.as_str() {
-            "--help" => return Ok(None),
+    let own = |b: &mut BenchOptions, name: &str, v: String| -> Result<bool, String> {
+        match name {
             "--tables" => {
                 b.tables = v
                     .split(',')
@@ -182,30 +167,23 @@ pub fn parse_bench(
                 .get_or_insert_with(Vec::new)
                 .extend(parse_loss_list(&v)?),
             "--rows" | "--cc" => b.rows = Some(parse_rows(&v).map_err(|e| format!("{name}: {e}"))?),
-            "--reference" => {
-                b.base.reference = Some(
-                    FlowSpec::parse(&v)
-                        .map_err(|e| format!("--reference: {e}"))?
-                        .label(),
-                )
-            }
+            "--reference" => b.base.reference = Some(parse_reference(&v)?),
             "--cap" => b.cap = parse_secs("--cap", &v)?,
             "--bulk-size" => b.bulk_size = parse_size("--bulk-size", &v)?,
             "--short-size" => b.short_size = parse_size("--short-size", &v)?,
             "--cost-size" => b.cost_size = parse_size("--cost-size", &v)?,
             "--stream" => b.stream = parse_stream(&v)?,
             "--out" => b.out = PathBuf::from(v),
-            _ => {
-                return Err(format!(
-                    "unknown bench-e2e option '{name}' (see bench-e2e --help)"
-                ))
-            }
+            _ => return Ok(false),
         }
+        Ok(true)
+    };
+    if !parse_flags(args, exe_dir, "bench-e2e", &mut b, |b| &mut b.base, own)? {
+        return Ok(None);
     }
     if let (Some(r), Some(rows)) = (&b.base.reference, &b.rows) {
         check_reference(&Some(r.clone()), rows)?;
     }
-    finish_tools(&mut b.base, exe_dir, linkem, quic_go, quinn);
     Ok(Some(b))
 }
 

@@ -8,10 +8,9 @@ use serde::Serialize;
 
 use crate::experiment::bench_options::TableKind;
 use crate::experiment::options::{
-    check_reference, common_flag, defaults, finish_tools, parse_loss_list, parse_offsets,
-    parse_rows, parse_runs, parse_secs, ArgIter, LossCase, Options, DEFAULT_TRACE_DIR,
+    check_reference, defaults, parse_flags, parse_loss_list, parse_offsets, parse_reference,
+    parse_rows, parse_runs, parse_secs, LossCase, Options, DEFAULT_TRACE_DIR,
 };
-use crate::peer::FlowSpec;
 use crate::units::{parse_buffer, parse_rate};
 
 /// Usage text of `nc-experiment bench-cellular`.
@@ -149,32 +148,15 @@ pub fn parse_cellular(
         rows: None,
         out: PathBuf::from("results"),
     };
-    let (mut linkem, mut quic_go, mut quinn) = (None, None, None);
     let mut loss_given = false;
-    let mut it = ArgIter::new(args);
-    while let Some(a) = it.next() {
-        let (name, v) = a?;
-        match name.as_str() {
+    let own = |c: &mut CellularOptions, name: &str, v: String| -> Result<bool, String> {
+        match name {
             "--rate" => return Err("--rate: the traces set the capacity".into()),
             "--buffer" => return Err("--buffer: use --buffers LIST".into()),
-            _ => {}
-        }
-        if common_flag(
-            &mut c.base,
-            &mut linkem,
-            &mut quic_go,
-            &mut quinn,
-            &name,
-            v.clone(),
-        )? {
-            continue;
-        }
-        match name.as_str() {
-            "--help" => return Ok(None),
             "--trace-dir" => c.trace_dir = PathBuf::from(v),
-            "--traces" => c.traces = list(&name, &v)?,
+            "--traces" => c.traces = list(name, &v)?,
             "--buffers" => {
-                c.buffers = list(&name, &v)?;
+                c.buffers = list(name, &v)?;
                 for b in &c.buffers {
                     parse_buffer(b).map_err(|e| format!("--buffers: {e}"))?;
                 }
@@ -187,7 +169,7 @@ pub fn parse_cellular(
                 c.loss.extend(parse_loss_list(&v)?);
             }
             "--runs" => c.runs = parse_runs(&v)?,
-            "--trace-offsets" => c.offsets = parse_offsets(&name, &v)?,
+            "--trace-offsets" => c.offsets = parse_offsets(name, &v)?,
             "--duration" => c.duration = parse_secs("--duration", &v)?,
             "--stream-rate" => {
                 parse_rate(&v)
@@ -196,15 +178,9 @@ pub fn parse_cellular(
                 c.stream_rate = v;
             }
             "--rows" | "--cc" => c.rows = Some(parse_rows(&v).map_err(|e| format!("{name}: {e}"))?),
-            "--reference" => {
-                c.base.reference = Some(
-                    FlowSpec::parse(&v)
-                        .map_err(|e| format!("--reference: {e}"))?
-                        .label(),
-                )
-            }
+            "--reference" => c.base.reference = Some(parse_reference(&v)?),
             "--tables" => {
-                c.tables = list(&name, &v)?
+                c.tables = list(name, &v)?
                     .iter()
                     .map(|t| match t.as_str() {
                         "bulk" => Ok(TableKind::Bulk),
@@ -214,17 +190,23 @@ pub fn parse_cellular(
                     .collect::<Result<_, _>>()?;
             }
             "--out" => c.out = PathBuf::from(v),
-            _ => {
-                return Err(format!(
-                    "unknown bench-cellular option '{name}' (see bench-cellular --help)"
-                ))
-            }
+            _ => return Ok(false),
         }
+        Ok(true)
+    };
+    if !parse_flags(
+        args,
+        exe_dir,
+        "bench-cellular",
+        &mut c,
+        |c| &mut c.base,
+        own,
+    )? {
+        return Ok(None);
     }
     if let (Some(r), Some(rows)) = (&c.base.reference, &c.rows) {
         check_reference(&Some(r.clone()), rows)?;
     }
-    finish_tools(&mut c.base, exe_dir, linkem, quic_go, quinn);
     Ok(Some(c))
 }
 

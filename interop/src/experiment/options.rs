@@ -544,6 +544,56 @@ pub(crate) fn check_reference(reference: &Option<String>, rows: &[String]) -> Re
     }
 }
 
+/// `--reference ROW`: the row's canonical label.
+pub(crate) fn parse_reference(v: &str) -> Result<String, String> {
+    Ok(FlowSpec::parse(v)
+        .map_err(|e| format!("--reference: {e}"))?
+        .label())
+}
+
+/// The argument loop of the matrix and of the subcommands. Each flag goes
+/// first to `own(target, name, value)`, which returns `Ok(false)` for a
+/// flag it does not know, then to the common flags of `base(target)`; an
+/// unknown flag is an error pointing at `cmd`'s `--help` (`cmd` is empty
+/// for the matrix). Returns `Ok(false)` if `--help` was asked for; fills
+/// in the tool paths otherwise.
+pub(crate) fn parse_flags<T>(
+    args: impl Iterator<Item = String>,
+    exe_dir: &Path,
+    cmd: &str,
+    target: &mut T,
+    base: fn(&mut T) -> &mut Options,
+    mut own: impl FnMut(&mut T, &str, String) -> Result<bool, String>,
+) -> Result<bool, String> {
+    let (mut linkem, mut quic_go, mut quinn) = (None, None, None);
+    let mut it = ArgIter::new(args);
+    while let Some(a) = it.next() {
+        let (name, v) = a?;
+        if name == "--help" {
+            return Ok(false);
+        }
+        if own(target, &name, v.clone())?
+            || common_flag(
+                base(target),
+                &mut linkem,
+                &mut quic_go,
+                &mut quinn,
+                &name,
+                v,
+            )?
+        {
+            continue;
+        }
+        return Err(if cmd.is_empty() {
+            format!("unknown option '{name}' (see --help)")
+        } else {
+            format!("unknown {cmd} option '{name}' (see {cmd} --help)")
+        });
+    }
+    finish_tools(base(target), exe_dir, linkem, quic_go, quinn);
+    Ok(true)
+}
+
 /// Parses the matrix's arguments (without program name); `None` if
 /// `--help` was asked for. `exe_dir` is the directory of the running
 /// executable (default for `--bin-dir` and `linkem`).
@@ -552,28 +602,14 @@ pub fn parse_matrix(
     exe_dir: &Path,
 ) -> Result<Option<Options>, String> {
     let mut o = defaults(exe_dir);
-    let (mut linkem, mut quic_go, mut quinn) = (None, None, None);
     let mut rows_given = false;
     let mut loss_given = false;
     let mut offsets_given = false;
-    let mut it = ArgIter::new(args);
-    while let Some(a) = it.next() {
-        let (name, v) = a?;
-        if common_flag(
-            &mut o,
-            &mut linkem,
-            &mut quic_go,
-            &mut quinn,
-            &name,
-            v.clone(),
-        )? {
-            continue;
-        }
-        match name.as_str() {
-            "--help" => return Ok(None),
+    let own = |o: &mut Options, name: &str, v: String| -> Result<bool, String> {
+        match name {
             "--direct" => o.direct = true,
-            "--trace-down" => o.trace_down = Some(existing_file(&name, &v)?),
-            "--trace-up" => o.trace_up = Some(existing_file(&name, &v)?),
+            "--trace-down" => o.trace_down = Some(existing_file(name, &v)?),
+            "--trace-up" => o.trace_up = Some(existing_file(name, &v)?),
             "--trace" => {
                 let (d, u) = resolve_trace(&v, Path::new(DEFAULT_TRACE_DIR))
                     .map_err(|e| format!("--trace: {e}"))?;
@@ -582,19 +618,13 @@ pub fn parse_matrix(
             }
             "--trace-offsets" => {
                 offsets_given = true;
-                o.trace_offsets = parse_offsets(&name, &v)?;
+                o.trace_offsets = parse_offsets(name, &v)?;
             }
             "--rows" | "--cc" => {
                 rows_given = true;
                 o.rows = parse_rows(&v).map_err(|e| format!("{name}: {e}"))?;
             }
-            "--reference" => {
-                o.reference = Some(
-                    FlowSpec::parse(&v)
-                        .map_err(|e| format!("--reference: {e}"))?
-                        .label(),
-                )
-            }
+            "--reference" => o.reference = Some(parse_reference(&v)?),
             "--loss" => {
                 if !loss_given {
                     o.loss.clear();
@@ -620,8 +650,12 @@ pub fn parse_matrix(
                 o.stagger = parse_duration_with(&v, false).map_err(|e| format!("--stagger: {e}"))?
             }
             "--json" => o.json = Some(PathBuf::from(v)),
-            _ => return Err(format!("unknown option '{name}' (see --help)")),
+            _ => return Ok(false),
         }
+        Ok(true)
+    };
+    if !parse_flags(args, exe_dir, "", &mut o, |o| o, own)? {
+        return Ok(None);
     }
     if let Some(pair) = &o.compete {
         if rows_given {
@@ -652,7 +686,6 @@ pub fn parse_matrix(
         o.loss = vec![LossCase::parse("0")?];
     }
     check_reference(&o.reference, &o.rows)?;
-    finish_tools(&mut o, exe_dir, linkem, quic_go, quinn);
     Ok(Some(o))
 }
 
