@@ -136,7 +136,10 @@ fn coded_downloads_and_uploads_are_intact_at_0_5_and_20_percent_loss() {
                 repairs <= 2 * lost + 4,
                 "{repairs} repairs for {lost} losses"
             );
-            assert!(srv["retrans_bytes"].as_u64().unwrap() <= 1350 * lost);
+            // Retransmitted bytes are not bounded by the losses here: on a
+            // loaded machine a late ACK lets a PTO fire, and its probe
+            // resends data that was not lost (seen in CI). Deferral and its
+            // accounting are checked deterministically in tests/tests/coding.rs.
         }
         // Uploads are coded too: the server recovers the client's losses.
         let (c, srv) = upload(&format!("ul-{p}"), loss, &[]);
