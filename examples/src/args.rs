@@ -61,6 +61,14 @@ pub struct TransportArgs {
           default_value_t = quic_nc::coding::config::DEFAULT_WINDOW,
           value_parser = quic_nc::coding::config::parse_window)]
     pub nc_window: usize,
+
+    /// Allow 0-RTT: a client sends its requests in early data when it
+    /// resumes a session (see --session-file); a server accepts them.
+    /// Early data can be replayed by an attacker, so a server should only
+    /// enable it when its requests are idempotent (ours serve GETs; a POST
+    /// in 0-RTT is answered normally).
+    #[arg(long)]
+    pub early_data: bool,
 }
 
 impl ClientArgs {
@@ -132,6 +140,11 @@ pub struct ServerArgs {
     #[arg(long)]
     pub stats_json: bool,
 
+    /// Validate client addresses with a Retry packet before accepting a
+    /// connection (RFC 9000 §8.1.2); costs the client one round trip.
+    #[arg(long)]
+    pub retry: bool,
+
     /// Transport options.
     #[command(flatten)]
     pub transport: TransportArgs,
@@ -179,6 +192,11 @@ pub struct ClientArgs {
     /// (CSV: chunk, delay_ms).
     #[arg(long, value_name = "FILE")]
     pub delay_log: Option<PathBuf>,
+
+    /// Resume the TLS session stored in FILE, if it exists, and store the
+    /// session ticket of this connection there (for the next run).
+    #[arg(long, value_name = "FILE")]
+    pub session_file: Option<PathBuf>,
 
     /// Transport options.
     #[command(flatten)]
@@ -301,6 +319,30 @@ mod tests {
         assert_eq!(a.timeout, Some(2.5));
         assert!(a.json);
         assert_eq!(a.transport.cc, "hybrid");
+        assert!(a.session_file.is_none() && !a.transport.early_data);
+        let r = ClientArgs::try_parse_from([
+            "qnc-client",
+            "--session-file",
+            "s.bin",
+            "--early-data",
+            "https://[::1]:1/a",
+        ])
+        .unwrap();
+        assert_eq!(r.session_file, Some(PathBuf::from("s.bin")));
+        assert!(r.transport.early_data);
+        let s = ServerArgs::try_parse_from([
+            "qnc-server",
+            "--cert",
+            "c",
+            "--key",
+            "k",
+            "--retry",
+            "--early-data",
+            "--listen",
+            "[::1]:0",
+        ])
+        .unwrap();
+        assert!(s.retry && s.transport.early_data && s.listen.is_ipv6());
     }
 
     #[test]

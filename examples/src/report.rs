@@ -45,6 +45,51 @@ impl Counters {
     }
 }
 
+/// BoringSSL's `ssl_early_data_accepted` reason.
+const EARLY_DATA_ACCEPTED: u32 = 2;
+
+/// How a connection's handshake went.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Handshake {
+    /// The TLS session was resumed from a ticket (no certificate sent).
+    pub resumed: bool,
+    /// 0-RTT data was accepted by the server.
+    pub early_data: bool,
+    /// The server validated the client's address with a Retry (known on
+    /// the server only).
+    pub retry: Option<bool>,
+}
+
+impl Handshake {
+    /// Reads resumption and 0-RTT from `conn`.
+    pub fn of(conn: &quiche::Connection) -> Handshake {
+        Handshake {
+            resumed: conn.is_resumed(),
+            early_data: conn.early_data_reason() == EARLY_DATA_ACCEPTED,
+            retry: None,
+        }
+    }
+
+    /// The words of a human-readable summary ("" for a full handshake).
+    pub fn human(&self) -> String {
+        let mut parts = Vec::new();
+        if self.retry == Some(true) {
+            parts.push("after Retry");
+        }
+        if self.resumed {
+            parts.push("resumed");
+        }
+        if self.early_data {
+            parts.push("0-RTT accepted");
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!("; handshake {}", parts.join(", "))
+        }
+    }
+}
+
 /// The JSON line `qnc-server --stats-json` prints per closed connection.
 pub fn server_json(
     scid: &str,
@@ -53,6 +98,7 @@ pub fn server_json(
     duration: Duration,
     cc: &str,
     nc: &CodingStats,
+    hs: Handshake,
 ) -> String {
     json!({
         "role": "server",
@@ -67,6 +113,9 @@ pub fn server_json(
         "cc": cc,
         "coded": nc.negotiated,
         "nc": nc.to_json(),
+        "resumed": hs.resumed,
+        "early_data": hs.early_data,
+        "retry": hs.retry.unwrap_or(false),
     })
     .to_string()
 }
@@ -115,6 +164,8 @@ pub struct ClientReport {
     pub upload_sha256: Option<String>,
     /// Delivery delay of the stream response(s), if any.
     pub delivery: Option<crate::stream::DelaySummary>,
+    /// Resumption and 0-RTT.
+    pub handshake: Handshake,
 }
 
 impl ClientReport {
@@ -148,6 +199,8 @@ impl ClientReport {
             "uploaded": self.uploaded,
             "upload_sha256": self.upload_sha256,
             "delivery": self.delivery.map(|d| d.to_json()),
+            "resumed": self.handshake.resumed,
+            "early_data": self.handshake.early_data,
         })
         .to_string()
     }
@@ -178,6 +231,7 @@ impl ClientReport {
             self.cc,
             coding_summary(&self.nc),
         ) + &self.extras()
+            + &self.handshake.human()
     }
 
     /// Upload and delivery-delay parts of the summary line.
@@ -229,6 +283,11 @@ mod tests {
             Duration::from_millis(1500),
             "cubic",
             &CodingStats::default(),
+            Handshake {
+                resumed: true,
+                early_data: false,
+                retry: Some(true),
+            },
         );
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["role"], "server");
@@ -243,6 +302,9 @@ mod tests {
         assert_eq!(v["cc"], "cubic");
         assert_eq!(v["coded"], false);
         assert!(v["nc"]["sent"]["repairs"].is_u64());
+        assert_eq!(v["resumed"], true);
+        assert_eq!(v["early_data"], false);
+        assert_eq!(v["retry"], true);
         assert!(!line.contains('\n'));
     }
 
@@ -260,6 +322,7 @@ mod tests {
             uploaded: 0,
             upload_sha256: None,
             delivery: None,
+            handshake: Handshake::default(),
         };
         assert!((r.goodput_mbps() - 4.0).abs() < 1e-9);
         let v: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
@@ -279,6 +342,20 @@ mod tests {
         }
         assert_eq!(v["requests"], 3);
         assert!(r.human().contains("4.00 Mbit/s"));
+        assert!(!r.human().contains("handshake"));
+        let resumed = ClientReport {
+            handshake: Handshake {
+                resumed: true,
+                early_data: true,
+                retry: None,
+            },
+            ..r.clone()
+        };
+        assert!(resumed
+            .human()
+            .ends_with("; handshake resumed, 0-RTT accepted"));
+        let v: serde_json::Value = serde_json::from_str(&resumed.json()).unwrap();
+        assert_eq!((v["resumed"].as_bool(), v["early_data"].as_bool()), (Some(true), Some(true)));
         let zero = ClientReport {
             duration: Duration::ZERO,
             ..r

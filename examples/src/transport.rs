@@ -17,7 +17,7 @@ pub fn keylog_requested() -> bool {
 }
 
 /// Applies the settings both tools use: HTTP/3 ALPN, flow-control windows,
-/// idle timeout, pacing, the congestion controller and key logging.
+/// idle timeout, pacing, the congestion controller, 0-RTT and key logging.
 pub fn configure(config: &mut quiche::Config, t: &TransportArgs) -> Result<(), String> {
     config
         .set_application_protos(quiche::h3::APPLICATION_PROTOCOL)
@@ -34,6 +34,9 @@ pub fn configure(config: &mut quiche::Config, t: &TransportArgs) -> Result<(), S
     config.set_disable_active_migration(true);
     config.enable_pacing(true);
     crate::cc::apply(config, &t.cc)?;
+    if t.early_data {
+        config.enable_early_data();
+    }
     if keylog_requested() {
         config.log_keys();
     }

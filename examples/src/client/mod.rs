@@ -93,6 +93,11 @@ pub fn run(args: &ClientArgs, shutdown: &Shutdown) -> Outcome {
         return Outcome::failed(e);
     }
     client.progress.finish();
+    if let Some(path) = &args.session_file {
+        if let Err(e) = client.save_session(path) {
+            return Outcome::failed(e);
+        }
+    }
     if let Some(path) = &args.delay_log {
         if let Some(m) = client.requests.iter().find_map(|r| r.delivery.as_ref()) {
             if let Err(e) = std::fs::write(path, m.csv()) {
@@ -171,6 +176,9 @@ impl Client {
         let started = Instant::now();
         let mut conn = quiche::connect(server_name, &scid, local, peer, &mut config)
             .map_err(|e| format!("cannot create connection: {e}"))?;
+        if let Some(path) = &args.session_file {
+            load_session(&mut conn, path);
+        }
         let nc = on_new_connection(&mut conn, &args.transport)?;
         Ok(Client {
             socket,
@@ -324,8 +332,20 @@ impl Client {
         }
     }
 
+    /// Stores the connection's session ticket for a later resumption; a
+    /// server that sent none leaves the file as it was.
+    fn save_session(&self, path: &std::path::Path) -> Result<(), String> {
+        match self.conn.session() {
+            Some(s) => std::fs::write(path, s)
+                .map_err(|e| format!("cannot write session file {}: {e}", path.display())),
+            None => Ok(()),
+        }
+    }
+
     fn advance_h3(&mut self) -> Result<(), String> {
-        if self.h3.is_none() && self.conn.is_established() {
+        // With a resumed session and --early-data, the requests go out in
+        // 0-RTT, before the handshake completes.
+        if self.h3.is_none() && (self.conn.is_established() || self.conn.is_in_early_data()) {
             let h = h3::Connection::with_transport(&mut self.conn, &self.h3_config)
                 .map_err(|e| format!("HTTP/3 setup failed: {e}"))?;
             self.h3 = Some(h);
@@ -392,6 +412,24 @@ impl Client {
 
     fn known_total(&self) -> Option<u64> {
         self.requests.iter().map(|r| r.content_length).sum()
+    }
+}
+
+/// Offers the session stored at `path` for resumption. A missing file is
+/// the first run; an unreadable or stale one means a full handshake.
+fn load_session(conn: &mut quiche::Connection, path: &std::path::Path) {
+    match std::fs::read(path) {
+        Ok(s) if !s.is_empty() => {
+            if let Err(e) = conn.set_session(&s) {
+                eprintln!(
+                    "warning: session file {} not usable ({e}); full handshake",
+                    path.display()
+                );
+            }
+        }
+        Ok(_) => (),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => (),
+        Err(e) => eprintln!("warning: cannot read session file {}: {e}", path.display()),
     }
 }
 

@@ -63,6 +63,7 @@ impl Client {
                 .iter()
                 .find_map(|r| r.delivery.as_ref())
                 .map(|m| m.summary()),
+            handshake: crate::report::Handshake::of(&self.conn),
         }
     }
 

@@ -55,6 +55,8 @@ pub struct ServerConn {
     pub ended: Option<Instant>,
     /// When the last datagram from the peer was processed.
     pub last_recv: Instant,
+    /// Whether the client's address was validated with a Retry first.
+    pub retried: bool,
     h3: Option<h3::Connection>,
     requests: HashMap<u64, Request>,
 }
@@ -77,6 +79,7 @@ impl ServerConn {
             started: Instant::now(),
             ended: None,
             last_recv: Instant::now(),
+            retried: false,
             h3: None,
             requests: HashMap::new(),
         }

@@ -5,9 +5,11 @@
 
 mod conn;
 mod response;
+mod retry;
 
 pub use conn::ServerConn;
 pub use response::{Pump, Response};
+pub use retry::{RetryTokens, TOKEN_LIFETIME};
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -56,6 +58,8 @@ struct Server {
     /// Client-chosen original destination IDs → our connection IDs, for
     /// Initial packets retransmitted before the client learnt our ID.
     aliases: HashMap<Vec<u8>, Vec<u8>>,
+    /// With `--retry`: the key of our address-validation tokens.
+    retry: Option<RetryTokens>,
 }
 
 /// Runs the server until SIGINT/SIGTERM.
@@ -93,6 +97,7 @@ pub fn run(args: &ServerArgs, shutdown: &Shutdown) -> Result<(), String> {
         conns: HashMap::new(),
         recv_buf: vec![0; 65_535],
         aliases: HashMap::new(),
+        retry: args.retry.then(RetryTokens::new).transpose()?,
     };
     let mut events = Events::with_capacity(1024);
     loop {
@@ -186,8 +191,25 @@ impl Server {
         }
         let mut id = [0u8; quiche::MAX_CONN_ID_LEN];
         boring::rand::rand_bytes(&mut id).ok()?;
+        let mut odcid = None;
+        if let Some(tokens) = &self.retry {
+            let token = hdr.token.as_deref().unwrap_or_default();
+            if token.is_empty() {
+                self.send_retry(hdr, &id, from);
+                return None;
+            }
+            // The client now addresses the ID our Retry gave it; that ID
+            // stays ours, and the token names the one it started with.
+            let original = tokens.validate(token, from, std::time::SystemTime::now())?;
+            if hdr.dcid.len() != id.len() {
+                return None;
+            }
+            id.copy_from_slice(&hdr.dcid);
+            odcid = Some(quiche::ConnectionId::from_vec(original));
+        }
         let scid = quiche::ConnectionId::from_ref(&id);
-        let mut conn = quiche::accept(&scid, None, self.local, from, &mut self.config).ok()?;
+        let mut conn =
+            quiche::accept(&scid, odcid.as_ref(), self.local, from, &mut self.config).ok()?;
         let nc = match on_new_connection(&mut conn, &self.transport) {
             Ok(h) => h,
             Err(e) => {
@@ -197,11 +219,29 @@ impl Server {
         };
         let key = id.to_vec();
         self.aliases.insert(hdr.dcid.to_vec(), key.clone());
-        self.conns.insert(
-            key.clone(),
-            ServerConn::new(conn, nc, from, self.pacing_slack),
-        );
+        let mut sc = ServerConn::new(conn, nc, from, self.pacing_slack);
+        sc.retried = odcid.is_some();
+        self.conns.insert(key.clone(), sc);
         Some(key)
+    }
+
+    /// Answers a token-less Initial with a Retry that moves the client to
+    /// connection ID `new_id` and hands it a token for its address.
+    fn send_retry(&self, hdr: &quiche::Header, new_id: &[u8], from: SocketAddr) {
+        let Some(tokens) = &self.retry else { return };
+        let token = tokens.mint(from, &hdr.dcid, std::time::SystemTime::now());
+        let new_scid = quiche::ConnectionId::from_ref(new_id);
+        let mut out = [0u8; crate::MAX_DATAGRAM_SIZE];
+        if let Ok(n) = quiche::retry(
+            &hdr.scid,
+            &hdr.dcid,
+            &new_scid,
+            &token,
+            hdr.version,
+            &mut out,
+        ) {
+            let _ = self.socket.send_to(&out[..n], from);
+        }
     }
 
     fn on_timeouts(&mut self) {
@@ -246,6 +286,10 @@ impl Server {
                 end.saturating_duration_since(c.started),
                 &self.transport.cc,
                 &c.nc.stats(),
+                crate::report::Handshake {
+                    retry: Some(c.retried),
+                    ..crate::report::Handshake::of(&c.conn)
+                },
             );
             print_line(&line);
         }

@@ -71,9 +71,14 @@ impl Server {
     }
 
     pub fn start_with_env(s: &Scratch, extra: &[&str], env: &[(&str, &Path)]) -> Server {
+        Server::start_on(s, "127.0.0.1:0", extra, env)
+    }
+
+    /// Starts a server listening on `listen` (e.g. `[::1]:0`).
+    pub fn start_on(s: &Scratch, listen: &str, extra: &[&str], env: &[(&str, &Path)]) -> Server {
         let mut child = Command::new(SERVER)
             .envs(env.iter().copied())
-            .args(["--listen", "127.0.0.1:0", "--idle-timeout", "5000"])
+            .args(["--listen", listen, "--idle-timeout", "5000"])
             .arg("--root")
             .arg(s.path("root"))
             .arg("--cert")
