@@ -355,7 +355,10 @@ mod tests {
             .human()
             .ends_with("; handshake resumed, 0-RTT accepted"));
         let v: serde_json::Value = serde_json::from_str(&resumed.json()).unwrap();
-        assert_eq!((v["resumed"].as_bool(), v["early_data"].as_bool()), (Some(true), Some(true)));
+        assert_eq!(
+            (v["resumed"].as_bool(), v["early_data"].as_bool()),
+            (Some(true), Some(true))
+        );
         let zero = ClientReport {
             duration: Duration::ZERO,
             ..r

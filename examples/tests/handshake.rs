@@ -21,22 +21,17 @@ fn fetch(s: &Scratch, url: &str, extra: &[&str]) -> serde_json::Value {
         .args(extra)
         .arg(url));
     assert!(o.status.success(), "client failed: {:?}", stderr_lines(&o));
-    assert_eq!(sha256(&out.join("data.bin")), sha256(&s.path("root/data.bin")));
+    assert_eq!(
+        sha256(&out.join("data.bin")),
+        sha256(&s.path("root/data.bin"))
+    );
     std::fs::remove_file(out.join("data.bin")).unwrap();
     json_lines(&o).pop().expect("one JSON line")
 }
 
 /// The server's JSON lines for the `n` connections made, then stops it.
-/// (Connections are reported when they close; stopping the server reports
-/// the ones still open.)
 fn server_lines(srv: Server, n: usize) -> Vec<serde_json::Value> {
-    let mut v = Vec::new();
-    while v.len() < n {
-        match srv.lines.recv_timeout(HANG_GUARD) {
-            Ok(l) => v.push(serde_json::from_str(&l).expect("JSON line")),
-            Err(_) => break,
-        }
-    }
+    let v = srv.json_lines(n);
     srv.stop();
     v
 }
@@ -53,7 +48,10 @@ fn retry_then_resumption_then_zero_rtt() {
     let first = fetch(&s, &url, &["--session-file", ticket_s, "--early-data"]);
     assert_eq!(first["resumed"], false);
     assert_eq!(first["early_data"], false);
-    assert!(std::fs::metadata(&ticket).unwrap().len() > 0, "no ticket stored");
+    assert!(
+        std::fs::metadata(&ticket).unwrap().len() > 0,
+        "no ticket stored"
+    );
 
     // Second: resumed, requests in 0-RTT.
     let second = fetch(&s, &url, &["--session-file", ticket_s, "--early-data"]);
@@ -83,7 +81,10 @@ fn server_without_early_data_refuses_zero_rtt_but_resumes() {
     fetch(&s, &url, &["--session-file", t, "--early-data"]);
     let again = fetch(&s, &url, &["--session-file", t, "--early-data"]);
     assert_eq!(again["resumed"], true);
-    assert_eq!(again["early_data"], false, "0-RTT accepted by a server without --early-data");
+    assert_eq!(
+        again["early_data"], false,
+        "0-RTT accepted by a server without --early-data"
+    );
     let lines = server_lines(srv, 2);
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(lines.iter().all(|l| l["retry"] == false), "{lines:?}");
@@ -95,7 +96,11 @@ fn a_corrupt_session_file_means_a_full_handshake() {
     let srv = Server::start(&s, &[]);
     let ticket = s.path("session.bin");
     std::fs::write(&ticket, b"not a ticket").unwrap();
-    let r = fetch(&s, &srv.url("/data.bin"), &["--session-file", ticket.to_str().unwrap()]);
+    let r = fetch(
+        &s,
+        &srv.url("/data.bin"),
+        &["--session-file", ticket.to_str().unwrap()],
+    );
     assert_eq!(r["resumed"], false);
     // The good ticket of this connection replaced the corrupt one.
     assert_ne!(std::fs::read(&ticket).unwrap(), b"not a ticket");

@@ -37,10 +37,7 @@ impl RetryTokens {
     /// The token for a client at `addr` whose first Initial was sent to
     /// `odcid`, issued at `now`.
     pub fn mint(&self, addr: SocketAddr, odcid: &[u8], now: SystemTime) -> Vec<u8> {
-        let issued = now
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs();
+        let issued = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
         let len = odcid.len().min(quiche::MAX_CONN_ID_LEN);
         let mut t = Vec::with_capacity(HEADER_LEN + len + TAG_LEN);
         t.extend_from_slice(MAGIC);
@@ -129,12 +126,12 @@ mod tests {
         let tok = t.mint(a, &[9; 20], now);
         assert!(t.validate(&tok, addr("127.0.0.2:5000"), now).is_none());
         assert!(t.validate(&tok, addr("127.0.0.1:5001"), now).is_none());
-        assert!(t.validate(&tok, addr("[::ffff:127.0.0.1]:5000"), now).is_some());
+        assert!(t
+            .validate(&tok, addr("[::ffff:127.0.0.1]:5000"), now)
+            .is_some());
         let expired = now + TOKEN_LIFETIME + Duration::from_secs(1);
         assert!(t.validate(&tok, a, expired).is_none());
-        assert!(t
-            .validate(&tok, a, now - Duration::from_secs(5))
-            .is_none());
+        assert!(t.validate(&tok, a, now - Duration::from_secs(5)).is_none());
         let other = RetryTokens::new().unwrap();
         assert!(other.validate(&tok, a, now).is_none());
     }

@@ -76,8 +76,8 @@ impl Server {
 
     /// Starts a server listening on `listen` (e.g. `[::1]:0`).
     pub fn start_on(s: &Scratch, listen: &str, extra: &[&str], env: &[(&str, &Path)]) -> Server {
-        let mut child = Command::new(SERVER)
-            .envs(env.iter().copied())
+        let mut cmd = Command::new(SERVER);
+        cmd.envs(env.iter().copied())
             .args(["--listen", listen, "--idle-timeout", "5000"])
             .arg("--root")
             .arg(s.path("root"))
@@ -85,7 +85,14 @@ impl Server {
             .arg(s.path("certs/cert.pem"))
             .arg("--key")
             .arg(s.path("certs/key.pem"))
-            .args(extra)
+            .args(extra);
+        Server::spawn(cmd)
+    }
+
+    /// Runs `cmd`, which must start a qnc-server (directly or through a
+    /// script), and waits for its `listening ADDR` line.
+    pub fn spawn(mut cmd: Command) -> Server {
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -106,6 +113,19 @@ impl Server {
         let addr = first.strip_prefix("listening ").expect("listening line");
         let port = addr.rsplit(':').next().unwrap().parse().unwrap();
         Server { child, port, lines }
+    }
+
+    /// The JSON lines (`--stats-json`) of the next `n` connections to
+    /// close, or fewer if none comes within the hang guard.
+    pub fn json_lines(&self, n: usize) -> Vec<serde_json::Value> {
+        let mut v = Vec::new();
+        while v.len() < n {
+            match self.lines.recv_timeout(HANG_GUARD) {
+                Ok(l) => v.push(serde_json::from_str(&l).expect("JSON line")),
+                Err(_) => break,
+            }
+        }
+        v
     }
 
     pub fn url(&self, path: &str) -> String {
