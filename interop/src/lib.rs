@@ -25,9 +25,11 @@ pub mod loss;
 pub mod peer;
 pub mod relay;
 pub mod rng;
+pub mod runner;
 pub mod rxstamp;
 pub mod trace;
 pub mod units;
+pub mod wire;
 
 /// Maximum UDP payload size the emulator expects on the path (bytes); also
 /// the smallest allowed byte-sized buffer.

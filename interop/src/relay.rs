@@ -173,6 +173,9 @@ pub struct DirectionStats {
     pub overflow_drops: u64,
     /// Datagrams still waiting for their delivery time.
     pub pending_packets: u64,
+    /// QUIC packet types seen, before the link model (as the sender sent them).
+    #[serde(default)]
+    pub wire: crate::wire::WireTally,
 }
 
 /// Statistics of a relay, as written to the stats JSON file.
@@ -238,6 +241,7 @@ struct Dir {
     sent_bytes: u64,
     send_errors: u64,
     overflow_drops: u64,
+    wire: crate::wire::WireTally,
 }
 
 impl Dir {
@@ -250,6 +254,7 @@ impl Dir {
             sent_bytes: 0,
             send_errors: 0,
             overflow_drops: 0,
+            wire: crate::wire::WireTally::default(),
         }
     }
 
@@ -261,6 +266,7 @@ impl Dir {
             send_errors: self.send_errors,
             overflow_drops: self.overflow_drops,
             pending_packets: self.queue.len() as u64,
+            wire: self.wire.clone(),
         }
     }
 
@@ -273,6 +279,7 @@ impl Dir {
         peer: usize,
         max_pending: usize,
     ) -> (bool, Verdict) {
+        self.wire.observe(data);
         let v = self.link.on_packet(now, data.len());
         if let Verdict::Deliver(at) = v {
             if self.pending_bytes + data.len() > max_pending {
