@@ -44,6 +44,33 @@ pub fn all(repo: &Path, bin: &Path) -> Vec<Implementation> {
         ours: true,
         missing: ours_missing.clone(),
     };
+    // Third-party peers installed by interop/peers/setup-third-party.sh
+    // into <target>/third-party (bin is <target>/release or /debug).
+    let peers = bin
+        .parent()
+        .map(|t| t.join("third-party"))
+        .unwrap_or_else(|| PathBuf::from("third-party"));
+    let peer = |name: &'static str, needs: &[&str]| {
+        let missing = needs
+            .iter()
+            .map(|f| peers.join(f))
+            .find(|p| !p.exists())
+            .map(|p| {
+                format!(
+                    "{} missing (run interop/peers/setup-third-party.sh)",
+                    p.display()
+                )
+            });
+        Implementation {
+            name,
+            script: repo.join(format!("interop/peers/endpoints/{name}.sh")),
+            env: vec![("QNC_PEERS".into(), peers.display().to_string())],
+            client_params: String::new(),
+            server_params: String::new(),
+            ours: false,
+            missing,
+        }
+    };
     let ngtcp2_missing = ["/usr/sbin/gtlsserver", "/usr/bin/gtlsclient"]
         .iter()
         .find(|p| !Path::new(p).is_file())
@@ -60,6 +87,10 @@ pub fn all(repo: &Path, bin: &Path) -> Vec<Implementation> {
             ours: false,
             missing: ngtcp2_missing,
         },
+        peer("aioquic", &["aioquic-peer"]),
+        peer("quic-go", &["quic-go-peer"]),
+        peer("quinn", &["quinn-peer"]),
+        peer("curl", &["venv/bin/python"]),
     ]
 }
 
