@@ -44,6 +44,14 @@ pub mod url;
 /// Largest UDP payload the tools receive or send.
 pub const MAX_DATAGRAM_SIZE: usize = 1350;
 
+/// Send capacity (bytes) a connection must have before its HTTP/3 layer is
+/// set up. quiche's `h3::Connection::with_transport` opens the control
+/// stream and closes the whole connection if it cannot, which happens when
+/// a lossy handshake has left the congestion window full; waiting for this
+/// much room (the control and QPACK streams need well under 100 bytes)
+/// avoids that.
+pub const H3_SETUP_ROOM: usize = 256;
+
 /// Which end of a connection a piece of code runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {

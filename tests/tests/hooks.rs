@@ -152,6 +152,31 @@ fn external_controller_window_and_pacing_govern_sending() {
 }
 
 #[test]
+fn send_capacity_is_what_stream_send_accepts() {
+    const CWND: usize = 20 * 1200;
+    let log = Arc::new(Mutex::new(CcLog::default()));
+    let mut ccfg = config(false);
+    ccfg.set_external_congestion_control(Arc::new(FixedFactory {
+        cwnd: CWND,
+        rate: 100_000_000,
+        log,
+    }));
+    let mut scfg = config(true);
+    let mut pair = Pair::new(&mut ccfg, &mut scfg, |_, _| {});
+    pair.handshake();
+    let cap = pair.client.send_capacity();
+    assert!(cap > 0 && cap <= CWND, "capacity {cap} after the handshake");
+    // No stream exists yet, and the capacity is exactly what one accepts.
+    let written = pair.client.stream_send(4, &vec![7u8; 10 * CWND], false).unwrap();
+    assert_eq!(written, cap);
+    assert_eq!(pair.client.send_capacity(), 0);
+    assert_eq!(pair.client.stream_send(8, b"x", false), Err(quiche::Error::Done));
+    // Once the data is sent and acknowledged, the window has room again.
+    pair.advance();
+    assert!(pair.client.send_capacity() > 0, "acks reopen the capacity");
+}
+
+#[test]
 fn external_algorithm_without_factory_falls_back_to_cubic() {
     let mut ccfg = config(false);
     ccfg.set_cc_algorithm_name("external").unwrap();

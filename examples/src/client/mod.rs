@@ -344,8 +344,11 @@ impl Client {
 
     fn advance_h3(&mut self) -> Result<(), String> {
         // With a resumed session and --early-data, the requests go out in
-        // 0-RTT, before the handshake completes.
-        if self.h3.is_none() && (self.conn.is_established() || self.conn.is_in_early_data()) {
+        // 0-RTT, before the handshake completes. See H3_SETUP_ROOM.
+        if self.h3.is_none()
+            && (self.conn.is_established() || self.conn.is_in_early_data())
+            && self.conn.send_capacity() >= crate::H3_SETUP_ROOM
+        {
             let h = h3::Connection::with_transport(&mut self.conn, &self.h3_config)
                 .map_err(|e| format!("HTTP/3 setup failed: {e}"))?;
             self.h3 = Some(h);

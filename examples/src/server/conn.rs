@@ -98,7 +98,10 @@ impl ServerConn {
     /// Advances the HTTP/3 layer: sets it up once the handshake allows,
     /// reads requests and pushes responses.
     pub fn process(&mut self, h3_config: &h3::Config, root: &Path, pattern: &Pattern) {
-        if self.h3.is_none() && (self.conn.is_established() || self.conn.is_in_early_data()) {
+        if self.h3.is_none()
+            && (self.conn.is_established() || self.conn.is_in_early_data())
+            && self.conn.send_capacity() >= crate::H3_SETUP_ROOM
+        {
             match h3::Connection::with_transport(&mut self.conn, h3_config) {
                 Ok(h) => self.h3 = Some(h),
                 Err(e) => {

@@ -62,14 +62,34 @@ pub struct ServerArgs {
     pub addr: SocketAddr,
     pub cert: PathBuf,
     pub key: PathBuf,
+    /// Directory whose files `GET /<path>` serves (besides `/bytes/N`).
+    pub root: Option<PathBuf>,
+    /// Answer every connection attempt without a Retry token with a Retry.
+    pub retry: bool,
+    /// Accept 0-RTT data (and serve requests in 0.5-RTT).
+    pub early_data: bool,
     pub transport: Transport,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClientArgs {
-    pub url: String,
+    /// The URLs, in order (`--url` repeated); one connection for all of
+    /// them unless `multiconnect` / `resume` says otherwise.
+    pub urls: Vec<String>,
     pub ca: Option<PathBuf>,
+    /// Body of the (only) URL.
     pub out: Option<PathBuf>,
+    /// Bodies saved as DIR/<last path segment of the URL>.
+    pub outdir: Option<PathBuf>,
+    /// One new connection per URL, one after the other.
+    pub multiconnect: bool,
+    /// The first URL on a first connection, the others on a second one
+    /// that resumes its TLS session.
+    pub resume: bool,
+    /// Like `resume`, with the second connection's requests in 0-RTT.
+    pub zero_rtt: bool,
+    /// Initiate a TLS key update once the first response head arrived.
+    pub key_update: bool,
     pub timeout: Duration,
     pub transport: Transport,
 }
@@ -83,11 +103,33 @@ pub enum Mode {
 
 pub const USAGE: &str = "\
 usage: quinn-peer server --addr IP:PORT --cert cert.pem --key key.pem
+                         [--root DIR] [--retry] [--early-data]
                          [--cc bbr|cubic|newreno] [--idle-timeout-ms N]
                          [--initial-window BYTES]
-       quinn-peer client --url https://HOST:PORT/PATH [--ca ca.pem] [--out FILE]
+       quinn-peer client --url https://HOST:PORT/PATH [--url ...] [--ca ca.pem]
+                         [--out FILE | --outdir DIR]
+                         [--multiconnect | --resume | --0rtt] [--key-update]
                          [--cc bbr|cubic|newreno] [--timeout S]
-                         [--idle-timeout-ms N] [--initial-window BYTES]";
+                         [--idle-timeout-ms N] [--initial-window BYTES]
+
+server: GET /bytes/N answers N pattern bytes; with --root, GET /PATH answers
+  the file DIR/PATH. --retry sends a Retry to every new connection,
+  --early-data accepts 0-RTT. SSLKEYLOGFILE is honoured by both roles.
+client: all URLs on one connection (in parallel); --multiconnect: one
+  connection per URL; --resume: the first URL on a first connection, the
+  others on a second one resuming its TLS session; --0rtt: the same with the
+  second connection's requests in 0-RTT; --key-update: the client updates
+  its keys during the transfer. One JSON line per URL.";
+
+/// Flags without a value (`--retry`, or `--retry=false`).
+const SWITCHES: &[&str] = &[
+    "retry",
+    "early-data",
+    "multiconnect",
+    "resume",
+    "0rtt",
+    "key-update",
+];
 
 /// Splits `args` (without the program name) into (flag, value) pairs.
 fn pairs(args: &[String]) -> Result<Vec<(String, String)>, String> {
@@ -102,6 +144,7 @@ fn pairs(args: &[String]) -> Result<Vec<(String, String)>, String> {
         }
         let (name, value) = match flag.split_once('=') {
             Some((n, v)) => (n.to_string(), v.to_string()),
+            None if SWITCHES.contains(&flag) => (flag.to_string(), "true".to_string()),
             None => {
                 let v = it.next().ok_or_else(|| format!("--{flag} needs a value"))?;
                 (flag.to_string(), v.clone())
@@ -115,6 +158,14 @@ fn pairs(args: &[String]) -> Result<Vec<(String, String)>, String> {
 fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
     v.parse()
         .map_err(|_| format!("--{flag}: '{v}' is not a valid number"))
+}
+
+fn switch(flag: &str, v: &str) -> Result<bool, String> {
+    match v {
+        "true" | "1" | "yes" => Ok(true),
+        "false" | "0" | "no" => Ok(false),
+        _ => Err(format!("--{flag}: '{v}' is not true or false")),
+    }
 }
 
 /// `S` or `Ss` (the quic-go peer's Go duration for whole seconds), seconds.
@@ -164,6 +215,9 @@ pub fn parse(args: &[String]) -> Result<Mode, String> {
                 addr: "127.0.0.1:4433".parse().unwrap(),
                 cert: "cert.pem".into(),
                 key: "key.pem".into(),
+                root: None,
+                retry: false,
+                early_data: false,
                 transport: Transport::default(),
             };
             for (n, v) in &flags {
@@ -178,6 +232,9 @@ pub fn parse(args: &[String]) -> Result<Mode, String> {
                     }
                     "cert" => s.cert = v.into(),
                     "key" => s.key = v.into(),
+                    "root" | "www" => s.root = Some(v.into()),
+                    "retry" => s.retry = switch(n, v)?,
+                    "early-data" | "0rtt" => s.early_data = switch(n, v)?,
                     _ => return Err(format!("server: unknown flag --{n}")),
                 }
             }
@@ -185,9 +242,14 @@ pub fn parse(args: &[String]) -> Result<Mode, String> {
         }
         "client" => {
             let mut c = ClientArgs {
-                url: String::new(),
+                urls: Vec::new(),
                 ca: None,
                 out: None,
+                outdir: None,
+                multiconnect: false,
+                resume: false,
+                zero_rtt: false,
+                key_update: false,
                 timeout: Duration::from_secs(300),
                 transport: Transport::default(),
             };
@@ -196,15 +258,28 @@ pub fn parse(args: &[String]) -> Result<Mode, String> {
                     continue;
                 }
                 match n.as_str() {
-                    "url" => c.url = v.clone(),
+                    "url" => c.urls.push(v.clone()),
                     "ca" => c.ca = Some(v.into()),
                     "out" => c.out = Some(v.into()),
+                    "outdir" => c.outdir = Some(v.into()),
+                    "multiconnect" => c.multiconnect = switch(n, v)?,
+                    "resume" => c.resume = switch(n, v)?,
+                    "0rtt" | "early-data" => c.zero_rtt = switch(n, v)?,
+                    "key-update" => c.key_update = switch(n, v)?,
                     "timeout" => c.timeout = seconds(n, v)?,
                     _ => return Err(format!("client: unknown flag --{n}")),
                 }
             }
-            if c.url.is_empty() {
+            if c.urls.is_empty() || c.urls.iter().any(|u| u.is_empty()) {
                 return Err("client needs --url".into());
+            }
+            if c.out.is_some() && (c.outdir.is_some() || c.urls.len() > 1) {
+                return Err("--out takes the body of a single --url (use --outdir)".into());
+            }
+            // 0-RTT needs a resumed second connection.
+            c.resume |= c.zero_rtt;
+            if c.multiconnect && c.resume {
+                return Err("--multiconnect excludes --resume / --0rtt".into());
             }
             Ok(Mode::Client(c))
         }
@@ -233,6 +308,9 @@ mod tests {
             "cubic",
             "--idle-timeout-ms",
             "5000",
+            "--retry",
+            "--root",
+            "/www",
         ])
         .unwrap() else {
             panic!()
@@ -242,6 +320,8 @@ mod tests {
         assert_eq!(s.key, PathBuf::from("/c/key.pem"));
         assert_eq!(s.transport.cc, Cc::Cubic);
         assert_eq!(s.transport.idle_timeout, Duration::from_secs(5));
+        assert!(s.retry && !s.early_data);
+        assert_eq!(s.root, Some(PathBuf::from("/www")));
         let Mode::Server(d) = p(&["server"]).unwrap() else {
             panic!()
         };
@@ -268,7 +348,20 @@ mod tests {
         assert_eq!(c.timeout, Duration::from_secs(30));
         assert_eq!(c.ca, Some(PathBuf::from("ca.pem")));
         assert_eq!(c.out, Some(PathBuf::from("/tmp/x")));
+        assert_eq!(c.urls, ["https://127.0.0.1:1/bytes/5"]);
         assert_eq!(c.transport.cc, Cc::Bbr);
+        assert!(!c.multiconnect && !c.resume && !c.zero_rtt && !c.key_update);
+
+        let Mode::Client(c) = p(&[
+            "client", "--url", "https://h/a", "--0rtt", "--url", "https://h/b", "--outdir",
+            "/d", "--key-update=false",
+        ])
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(c.urls, ["https://h/a", "https://h/b"]);
+        assert!(c.zero_rtt && c.resume && !c.key_update);
+        assert_eq!(c.outdir, Some(PathBuf::from("/d")));
     }
 
     #[test]
@@ -281,6 +374,9 @@ mod tests {
             &["server", "--bogus", "1"],
             &["server", "stray"],
             &["client", "--url", "u", "--timeout", "0"],
+            &["client", "--url", "u", "--url", "v", "--out", "f"],
+            &["client", "--url", "u", "--multiconnect", "--resume"],
+            &["client", "--url", "u", "--resume=maybe"],
             &["peer"],
             &[],
         ] {

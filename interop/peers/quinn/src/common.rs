@@ -2,7 +2,8 @@
 //! with rustls' ring provider, the `/bytes/N` pattern and JSON output.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -10,7 +11,7 @@ use quinn::congestion::{BbrConfig, CubicConfig, NewRenoConfig};
 use quinn::{IdleTimeout, TransportConfig, VarInt};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 
 use crate::args::{Cc, Transport};
 
@@ -112,11 +113,14 @@ pub fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// A quinn server config for the leaf certificate chain `cert` and key `key`.
+/// A quinn server config for the leaf certificate chain `cert` and key `key`
+/// (accepting 0-RTT when `early_data`). The server always issues session
+/// tickets (rustls' default: 2 per connection, kept in memory).
 pub fn server_config(
     cert: &Path,
     key: &Path,
     t: &Transport,
+    early_data: bool,
 ) -> Result<quinn::ServerConfig, String> {
     let chain = CertificateDer::pem_file_iter(cert)
         .and_then(|it| it.collect::<Result<Vec<_>, _>>())
@@ -132,7 +136,10 @@ pub fn server_config(
         .with_single_cert(chain, key)
         .map_err(|e| format!("certificate/key: {e}"))?;
     tls.alpn_protocols = vec![ALPN.to_vec()];
-    tls.max_early_data_size = 0;
+    // QUIC allows only 0 or u32::MAX (RFC 9001, 4.6.1).
+    tls.max_early_data_size = if early_data { u32::MAX } else { 0 };
+    // Writes the TLS secrets to $SSLKEYLOGFILE when it is set.
+    tls.key_log = Arc::new(rustls::KeyLogFile::new());
     let crypto =
         quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(|e| e.to_string())?;
     let mut sc = quinn::ServerConfig::with_crypto(Arc::new(crypto));
@@ -143,9 +150,92 @@ pub fn server_config(
 /// Where trust anchors come from when the client gets no `--ca`.
 const SYSTEM_ROOTS: &str = "/etc/ssl/certs/ca-certificates.crt";
 
+/// The client's TLS session cache (rustls' in-memory one), counting the
+/// session tickets it received and handed out for resumption.
+#[derive(Debug)]
+pub struct Tickets {
+    cache: rustls::client::ClientSessionMemoryCache,
+    received: AtomicUsize,
+    used: AtomicUsize,
+}
+
+impl Tickets {
+    fn new() -> Tickets {
+        Tickets {
+            cache: rustls::client::ClientSessionMemoryCache::new(64),
+            received: AtomicUsize::new(0),
+            used: AtomicUsize::new(0),
+        }
+    }
+
+    /// Session tickets received so far.
+    pub fn received(&self) -> usize {
+        self.received.load(Ordering::Relaxed)
+    }
+
+    /// Tickets offered to servers for resumption so far.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+}
+
+impl rustls::client::ClientSessionStore for Tickets {
+    fn set_kx_hint(&self, name: ServerName<'static>, group: rustls::NamedGroup) {
+        self.cache.set_kx_hint(name, group)
+    }
+
+    fn kx_hint(&self, name: &ServerName<'_>) -> Option<rustls::NamedGroup> {
+        self.cache.kx_hint(name)
+    }
+
+    fn set_tls12_session(
+        &self,
+        name: ServerName<'static>,
+        value: rustls::client::Tls12ClientSessionValue,
+    ) {
+        self.cache.set_tls12_session(name, value)
+    }
+
+    fn tls12_session(
+        &self,
+        name: &ServerName<'_>,
+    ) -> Option<rustls::client::Tls12ClientSessionValue> {
+        self.cache.tls12_session(name)
+    }
+
+    fn remove_tls12_session(&self, name: &ServerName<'static>) {
+        self.cache.remove_tls12_session(name)
+    }
+
+    fn insert_tls13_ticket(
+        &self,
+        name: ServerName<'static>,
+        value: rustls::client::Tls13ClientSessionValue,
+    ) {
+        self.received.fetch_add(1, Ordering::Relaxed);
+        self.cache.insert_tls13_ticket(name, value)
+    }
+
+    fn take_tls13_ticket(
+        &self,
+        name: &ServerName<'static>,
+    ) -> Option<rustls::client::Tls13ClientSessionValue> {
+        let t = self.cache.take_tls13_ticket(name);
+        if t.is_some() {
+            self.used.fetch_add(1, Ordering::Relaxed);
+        }
+        t
+    }
+}
+
 /// A quinn client config trusting the certificates in `ca` (or the
-/// system's bundle).
-pub fn client_config(ca: Option<&Path>, t: &Transport) -> Result<quinn::ClientConfig, String> {
+/// system's bundle), sending 0-RTT data when it can if `early_data`, and
+/// its session cache (shared by every connection made with the config).
+pub fn client_config(
+    ca: Option<&Path>,
+    t: &Transport,
+    early_data: bool,
+) -> Result<(quinn::ClientConfig, Arc<Tickets>), String> {
     let path = ca.unwrap_or(Path::new(SYSTEM_ROOTS));
     let mut roots = rustls::RootCertStore::empty();
     let certs = CertificateDer::pem_file_iter(path)
@@ -161,11 +251,15 @@ pub fn client_config(ca: Option<&Path>, t: &Transport) -> Result<quinn::ClientCo
         .with_root_certificates(roots)
         .with_no_client_auth();
     tls.alpn_protocols = vec![ALPN.to_vec()];
+    let tickets = Arc::new(Tickets::new());
+    tls.resumption = rustls::client::Resumption::store(tickets.clone());
+    tls.enable_early_data = early_data;
+    tls.key_log = Arc::new(rustls::KeyLogFile::new());
     let crypto =
         quinn::crypto::rustls::QuicClientConfig::try_from(tls).map_err(|e| e.to_string())?;
     let mut cc = quinn::ClientConfig::new(Arc::new(crypto));
     cc.transport_config(Arc::new(transport_config(t)?));
-    Ok(cc)
+    Ok((cc, tickets))
 }
 
 /// Length of one chunk of the pattern handed to the stream.
@@ -240,6 +334,21 @@ pub fn route(path: &str) -> Route {
     }
 }
 
+/// The file under `root` that `path` names (after the same clean-up as
+/// [`route`]), if it is a regular file.
+pub fn file_under(root: &Path, path: &str) -> Option<PathBuf> {
+    let path = path.split(['?', '#']).next().unwrap_or("");
+    let segs: Vec<&str> = path
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
+    if segs.is_empty() || segs.iter().any(|s| *s == ".." || s.contains('\\')) {
+        return None;
+    }
+    let p = segs.iter().fold(root.to_path_buf(), |p, s| p.join(s));
+    p.is_file().then_some(p)
+}
+
 /// `s` as a JSON string literal.
 pub fn json_str(s: &str) -> String {
     let mut o = String::with_capacity(s.len() + 2);
@@ -295,6 +404,21 @@ mod tests {
         assert_eq!(route("/bytes/"), Route::NotFound);
         assert_eq!(route("/"), Route::NotFound);
         assert_eq!(route("/index.html"), Route::NotFound);
+    }
+
+    #[test]
+    fn files_under_root() {
+        let dir = std::env::temp_dir().join(format!("quinn-peer-test-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("f"), b"x").unwrap();
+        std::fs::write(dir.join("sub/g"), b"y").unwrap();
+        assert_eq!(file_under(&dir, "/f"), Some(dir.join("f")));
+        assert_eq!(file_under(&dir, "//sub/./g?x"), Some(dir.join("sub/g")));
+        assert_eq!(file_under(&dir, "/sub"), None);
+        assert_eq!(file_under(&dir, "/"), None);
+        assert_eq!(file_under(&dir, "/sub/../f"), None);
+        assert_eq!(file_under(&dir, "/nope"), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1,7 +1,9 @@
-//! `quinn-peer server`: HTTP/3 `GET /bytes/N` over quinn, one JSON line of
-//! transport statistics per closed connection.
+//! `quinn-peer server`: HTTP/3 `GET /bytes/N` (and the files of `--root`)
+//! over quinn, one JSON line of transport statistics per closed connection.
 
+use std::io::Read;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,7 +14,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::task::JoinSet;
 
 use crate::args::ServerArgs;
-use crate::common::{endpoint, json_str, route, server_config, Pattern, Route};
+use crate::common::{endpoint, file_under, json_str, route, server_config, Pattern, Route};
 
 type H3Conn = h3_quinn::Connection;
 
@@ -20,8 +22,21 @@ type H3Conn = h3_quinn::Connection;
 /// CONNECTION_CLOSE frames to leave.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
+/// What every connection's task needs.
+struct Shared {
+    pattern: Pattern,
+    root: Option<PathBuf>,
+    early_data: bool,
+    cc: &'static str,
+}
+
 pub async fn run(a: ServerArgs) -> Result<(), String> {
-    let config = server_config(&a.cert, &a.key, &a.transport)?;
+    if let Some(r) = &a.root {
+        if !r.is_dir() {
+            return Err(format!("--root {}: not a directory", r.display()));
+        }
+    }
+    let config = server_config(&a.cert, &a.key, &a.transport, a.early_data)?;
     let endpoint = endpoint(a.addr, Some(config))?;
     let local = endpoint.local_addr().map_err(|e| e.to_string())?;
     // The runner waits for this exact line (port 0 works: it is the bound
@@ -30,14 +45,27 @@ pub async fn run(a: ServerArgs) -> Result<(), String> {
 
     let mut sigint = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
     let mut sigterm = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
-    let pattern = Arc::new(Pattern::new());
-    let cc = a.transport.cc.name();
+    let shared = Arc::new(Shared {
+        pattern: Pattern::new(),
+        root: a.root.clone(),
+        early_data: a.early_data,
+        cc: a.transport.cc.name(),
+    });
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
             incoming = endpoint.accept() => {
                 let Some(incoming) = incoming else { break };
-                conns.spawn(connection(incoming, pattern.clone(), cc));
+                // Address validation for every new connection: an Initial
+                // without a Retry token gets a Retry (stateless; the client
+                // comes back with the token, and may_retry() is then false).
+                if a.retry && incoming.may_retry() {
+                    if let Err(e) = incoming.retry() {
+                        eprintln!("quinn-peer: retry: {e}");
+                    }
+                    continue;
+                }
+                conns.spawn(connection(incoming, shared.clone()));
             }
             // Reap finished connection tasks so the set does not grow.
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
@@ -57,10 +85,28 @@ pub async fn run(a: ServerArgs) -> Result<(), String> {
 }
 
 /// Serves one connection until it closes, then prints its statistics.
-async fn connection(incoming: quinn::Incoming, pattern: Arc<Pattern>, cc: &'static str) {
+async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>) {
     let start = Instant::now();
     let peer = incoming.remote_address();
-    let conn = match incoming.await {
+    let connecting = match incoming.accept() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("quinn-peer: connection from {peer} refused: {e}");
+            return;
+        }
+    };
+    let conn = if shared.early_data {
+        // 0.5-RTT: the connection is usable at once, so requests that came
+        // in 0-RTT are answered before the handshake completes. (Always Ok
+        // on a server.)
+        match connecting.into_0rtt() {
+            Ok((conn, _accepted)) => Ok(conn),
+            Err(connecting) => connecting.await,
+        }
+    } else {
+        connecting.await
+    };
+    let conn = match conn {
         Ok(c) => c,
         Err(e) => {
             eprintln!("quinn-peer: handshake with {peer} failed: {e}");
@@ -76,7 +122,7 @@ async fn connection(incoming: quinn::Incoming, pattern: Arc<Pattern>, cc: &'stat
                 let mut streams = JoinSet::new();
                 // Ends when the client goes away (an error) or sends GOAWAY.
                 while let Ok(Some(resolver)) = h3conn.accept().await {
-                    streams.spawn(request(resolver, pattern.clone()));
+                    streams.spawn(request(resolver, shared.clone()));
                 }
                 while streams.join_next().await.is_some() {}
                 // Pending forever: the connection's end decides.
@@ -93,7 +139,7 @@ async fn connection(incoming: quinn::Incoming, pattern: Arc<Pattern>, cc: &'stat
         }
     }
     conn.closed().await;
-    println!("{}", stats_json(&conn, peer, start.elapsed(), cc));
+    println!("{}", stats_json(&conn, peer, start.elapsed(), shared.cc));
 }
 
 /// The server's JSON line, with qnc-server's field names.
@@ -128,24 +174,53 @@ fn stats_json(conn: &quinn::Connection, peer: SocketAddr, dur: Duration, cc: &st
     )
 }
 
+/// A response body.
+enum Body {
+    /// N bytes of the pattern.
+    Pattern(u64),
+    /// An open file of this length.
+    File(std::fs::File, u64),
+    /// A short text (a line).
+    Msg(&'static str),
+}
+
+/// What answers `path`: `/bytes/N`, else a file of the root, else 404.
+fn body_for(path: &str, shared: &Shared) -> (StatusCode, Body) {
+    match route(path) {
+        Route::Bytes(n) => (StatusCode::OK, Body::Pattern(n)),
+        Route::BadRequest(why) => (StatusCode::BAD_REQUEST, Body::Msg(why)),
+        Route::NotFound => {
+            let file = shared.root.as_deref().and_then(|r| file_under(r, path));
+            let opened = file.and_then(|p| {
+                let f = std::fs::File::open(p).ok()?;
+                let len = f.metadata().ok()?.len();
+                Some((f, len))
+            });
+            match opened {
+                Some((f, len)) => (StatusCode::OK, Body::File(f, len)),
+                None => (StatusCode::NOT_FOUND, Body::Msg("not found")),
+            }
+        }
+    }
+}
+
+/// Largest chunk of a file handed to the stream at once.
+const FILE_CHUNK: usize = 64 * 1024;
+
 /// Answers one request.
-async fn request(resolver: RequestResolver<H3Conn, Bytes>, pattern: Arc<Pattern>) {
+async fn request(resolver: RequestResolver<H3Conn, Bytes>, shared: Arc<Shared>) {
     let Ok((req, mut stream)) = resolver.resolve_request().await else {
         return;
     };
     let head = req.method() == Method::HEAD;
     let (status, body) = if req.method() != Method::GET && !head {
-        (StatusCode::METHOD_NOT_ALLOWED, Err("only GET and HEAD"))
+        (StatusCode::METHOD_NOT_ALLOWED, Body::Msg("only GET and HEAD"))
     } else {
-        match route(req.uri().path()) {
-            Route::Bytes(n) => (StatusCode::OK, Ok(n)),
-            Route::BadRequest(why) => (StatusCode::BAD_REQUEST, Err(why)),
-            Route::NotFound => (StatusCode::NOT_FOUND, Err("not found")),
-        }
+        body_for(req.uri().path(), &shared)
     };
-    let (len, ctype) = match body {
-        Ok(n) => (n, "application/octet-stream"),
-        Err(msg) => (msg.len() as u64 + 1, "text/plain"),
+    let (len, ctype) = match &body {
+        Body::Pattern(n) | Body::File(_, n) => (*n, "application/octet-stream"),
+        Body::Msg(msg) => (msg.len() as u64 + 1, "text/plain"),
     };
     let resp = Response::builder()
         .status(status)
@@ -159,9 +234,9 @@ async fn request(resolver: RequestResolver<H3Conn, Bytes>, pattern: Arc<Pattern>
     }
     if !head {
         let sent = match body {
-            Ok(n) => {
+            Body::Pattern(n) => {
                 let mut ok = true;
-                for chunk in pattern.chunks(n) {
+                for chunk in shared.pattern.chunks(n) {
                     if stream.send_data(chunk).await.is_err() {
                         ok = false;
                         break;
@@ -169,7 +244,26 @@ async fn request(resolver: RequestResolver<H3Conn, Bytes>, pattern: Arc<Pattern>
                 }
                 ok
             }
-            Err(msg) => stream
+            Body::File(mut f, n) => {
+                // Small local files (page cache): plain blocking reads.
+                let mut left = n;
+                let mut ok = true;
+                while left > 0 {
+                    let mut buf = vec![0u8; FILE_CHUNK.min(left as usize)];
+                    if let Err(e) = f.read_exact(&mut buf) {
+                        eprintln!("quinn-peer: reading {}: {e}", req.uri().path());
+                        ok = false;
+                        break;
+                    }
+                    left -= buf.len() as u64;
+                    if stream.send_data(Bytes::from(buf)).await.is_err() {
+                        ok = false;
+                        break;
+                    }
+                }
+                ok
+            }
+            Body::Msg(msg) => stream
                 .send_data(Bytes::from(format!("{msg}\n")))
                 .await
                 .is_ok(),

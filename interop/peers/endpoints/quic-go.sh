@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# quic-go (interop/peers/quic-go, built by interop/peers/setup-third-party.sh
+# into $QNC_PEERS/quic-go-peer) behind the quic-interop-runner's endpoint
+# contract, for nc-interop. Same variables as docker/run_endpoint.sh:
+# ROLE, TESTCASE, REQUESTS, SERVER_PARAMS / CLIENT_PARAMS, QLOGDIR and
+# SSLKEYLOGFILE (read by quic-go-peer itself), and the overrides QNC_WWW,
+# QNC_DOWNLOADS, QNC_CERTS, QNC_LISTEN (server address), QNC_PEERS.
+# QNC_SESSION is not used: quic-go's tls.ClientSessionCache lives in
+# memory, so resumption / 0-RTT run as one client process (-resume, -0rtt)
+# that opens both connections.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PEERS="${QNC_PEERS:-$HERE/../../../target/third-party}"
+BIN="${QUIC_GO_PEER:-$PEERS/quic-go-peer}"
+WWW="${QNC_WWW:-/www}"
+DOWNLOADS="${QNC_DOWNLOADS:-/downloads}"
+CERTS="${QNC_CERTS:-/certs}"
+LISTEN="${QNC_LISTEN:-0.0.0.0:443}"
+
+unsupported() {
+    echo "quic-go endpoint: test case '$TESTCASE' is not supported as $ROLE: $1" >&2
+    exit 127
+}
+
+need_bin() {
+    [[ -x "$BIN" ]] || { echo "quic-go endpoint: $BIN missing (run interop/peers/setup-third-party.sh)" >&2; exit 1; }
+}
+
+run_server() {
+    local flags=()
+    case "$TESTCASE" in
+    handshake | transfer | http3 | multiconnect | resumption) ;;
+    # quic.Transport.VerifySourceAddress answering true: a Retry for every
+    # Initial without a valid token.
+    retry) flags+=(-retry) ;;
+    # quic.Config.Allow0RTT (crypto/tls issues the session tickets).
+    zerortt) flags+=(-0rtt) ;;
+    *) unsupported "unknown test case" ;;
+    esac
+    need_bin
+    # shellcheck disable=SC2086 # word splitting of SERVER_PARAMS is intended
+    exec "$BIN" server -addr "$LISTEN" -root "$WWW" -cert "$CERTS/cert.pem" \
+        -key "$CERTS/priv.key" "${flags[@]}" ${SERVER_PARAMS:-}
+}
+
+run_client() {
+    local flags=()
+    case "$TESTCASE" in
+    handshake | transfer | http3 | retry) ;;
+    # quic-go initiates the first key update by itself, once 100 packets
+    # went either way with the first 1-RTT keys (its FirstKeyUpdateInterval):
+    # the 3 MB download is far more.
+    keyupdate) ;;
+    multiconnect) flags+=(-multiconnect) ;;
+    # One process, two connections sharing the in-memory session cache;
+    # the client fails unless connection 2 resumed (and, for zerortt, unless
+    # the server accepted its 0-RTT requests).
+    resumption) flags+=(-resume) ;;
+    zerortt) flags+=(-0rtt) ;;
+    *) unsupported "unknown test case" ;;
+    esac
+    need_bin
+    read -r -a urls <<<"${REQUESTS:-}"
+    [[ ${#urls[@]} -gt 0 ]] || { echo "quic-go endpoint: REQUESTS is empty" >&2; exit 1; }
+    mkdir -p "$DOWNLOADS"
+    local trust=()
+    [[ -r "$CERTS/ca.pem" ]] && trust=(-ca "$CERTS/ca.pem")
+    # shellcheck disable=SC2086
+    exec "$BIN" client "${trust[@]}" -outdir "$DOWNLOADS" "${flags[@]}" \
+        ${CLIENT_PARAMS:-} "${urls[@]}"
+}
+
+: "${ROLE:?ROLE must be client or server}"
+: "${TESTCASE:?TESTCASE must be set}"
+case "$ROLE" in
+server) run_server ;;
+client) run_client ;;
+*) echo "quic-go endpoint: ROLE must be client or server, not '$ROLE'" >&2; exit 1 ;;
+esac

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# quinn (quinn + h3 + h3-quinn: interop/peers/quinn, installed as
+# $QNC_PEERS/quinn-peer by interop/peers/setup-third-party.sh) behind the
+# quic-interop-runner's endpoint contract, for nc-interop. Same variables
+# as docker/run_endpoint.sh: ROLE, TESTCASE, REQUESTS, SERVER_PARAMS /
+# CLIENT_PARAMS, SSLKEYLOGFILE (read by rustls in both roles), and the
+# overrides QNC_WWW, QNC_DOWNLOADS, QNC_CERTS, QNC_LISTEN (server address),
+# QNC_PEERS. QLOGDIR is ignored: the peer is built without quinn's `qlog`
+# feature. QNC_SESSION is not needed: the resumption / 0-RTT client makes
+# both connections in one process and keeps the session ticket in memory.
+set -euo pipefail
+
+PEER="${QUINN_PEER:-${QNC_PEERS:-/work/main/target/third-party}/quinn-peer}"
+WWW="${QNC_WWW:-/www}"
+DOWNLOADS="${QNC_DOWNLOADS:-/downloads}"
+CERTS="${QNC_CERTS:-/certs}"
+LISTEN="${QNC_LISTEN:-0.0.0.0:443}"
+
+unsupported() {
+    echo "quinn endpoint: test case '$TESTCASE' is not supported as $ROLE${1:+: $1}" >&2
+    exit 127
+}
+
+[[ -x "$PEER" ]] || {
+    echo "quinn endpoint: $PEER is missing (run interop/peers/setup-third-party.sh)" >&2
+    exit 1
+}
+
+run_server() {
+    local flags=()
+    case "$TESTCASE" in
+    handshake | transfer | http3 | multiconnect | resumption) ;;
+    # A Retry for every connection attempt that carries no Retry token.
+    retry) flags+=(--retry) ;;
+    # rustls max_early_data_size = u32::MAX; requests answered in 0.5-RTT.
+    zerortt) flags+=(--early-data) ;;
+    *) unsupported ;;
+    esac
+    # shellcheck disable=SC2086 # word splitting of SERVER_PARAMS is intended
+    exec "$PEER" server --addr "$LISTEN" --root "$WWW" \
+        --cert "$CERTS/cert.pem" --key "$CERTS/priv.key" "${flags[@]}" ${SERVER_PARAMS:-}
+}
+
+run_client() {
+    local flags=()
+    case "$TESTCASE" in
+    # All URLs on one connection, requests in parallel.
+    handshake | transfer | http3 | retry) ;;
+    # One connection per URL, one after the other.
+    multiconnect) flags+=(--multiconnect) ;;
+    # The first URL on connection 1, the rest on connection 2 resuming the
+    # TLS session (rustls' in-memory ticket cache, one process): without
+    # 0-RTT (rustls enable_early_data = false) or with the requests in 0-RTT.
+    resumption) flags+=(--resume) ;;
+    zerortt) flags+=(--0rtt) ;;
+    # quinn::Connection::force_key_update once the handshake is confirmed
+    # and the first response head arrived.
+    keyupdate) flags+=(--key-update) ;;
+    *) unsupported ;;
+    esac
+    read -r -a urls <<<"${REQUESTS:-}"
+    [[ ${#urls[@]} -gt 0 ]] || { echo "quinn endpoint: REQUESTS is empty" >&2; exit 1; }
+    local u
+    for u in "${urls[@]}"; do flags+=(--url "$u"); done
+    mkdir -p "$DOWNLOADS"
+    # shellcheck disable=SC2086
+    exec "$PEER" client --ca "$CERTS/ca.pem" --outdir "$DOWNLOADS" "${flags[@]}" ${CLIENT_PARAMS:-}
+}
+
+: "${ROLE:?}" "${TESTCASE:?}"
+case "$ROLE" in
+server) run_server ;;
+client) run_client ;;
+*) echo "quinn endpoint: ROLE must be client or server, not '$ROLE'" >&2; exit 1 ;;
+esac
