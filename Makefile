@@ -5,12 +5,13 @@
 #   make test    everything CI runs (workspace tests, quiche's own suite on the patched tree, short fuzz runs)
 #   make bench   benchmarks (print ratios against a baseline measured in the same run)
 #   make peers   foreign QUIC peers for nc-experiment --compete (quic-go; needs Go)
+#   make interop the interop runner's test cases against third-party QUIC stacks (results/interop-*)
 
 CARGO ?= cargo
 QUICHE_DIR := .quiche/quiche-0.30.0
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all quiche build release peers demo test test-workspace test-quiche test-fuzz bench bench-coding bench-cc bench-e2e bench-cellular fuzz fmt clippy clean-quiche
+.PHONY: all quiche build release peers interop demo test test-workspace test-quiche test-fuzz bench bench-coding bench-cc bench-e2e bench-cellular fuzz fmt clippy clean-quiche
 
 all: build
 
@@ -46,6 +47,17 @@ EXPERIMENT_BINS = $(CARGO) build --release -p interop -p quic-nc-examples --bins
 demo: quiche
 	$(EXPERIMENT_BINS)
 	$(EXPERIMENT) $(DEMO_ARGS)
+
+# The interop matrix: every implementation (ours with coding on and off,
+# ngtcp2, aioquic, quic-go, quinn, curl) as client and server on every
+# quic-interop-runner test case we run, over linkem shaped like the runner's
+# simulator. Installs the peers first (interop/peers/setup-third-party.sh).
+# Writes results/interop-<time>/{results.json,matrix.md,index.html}; see
+# docs/interop.md. Subsets: INTEROP_ARGS="--clients quic-nc --cases handshake,retry".
+interop: quiche
+	$(EXPERIMENT_BINS)
+	bash interop/peers/setup-third-party.sh
+	$(abspath $(or $(CARGO_TARGET_DIR),target))/release/nc-interop $(INTEROP_ARGS)
 
 test: test-workspace test-quiche test-fuzz
 

@@ -18,7 +18,6 @@ use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::{channel, Receiver};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use interop::relay::{RelayHandle, Stats};
@@ -45,43 +44,12 @@ struct Peers {
     quic_go: PathBuf,
 }
 
-/// Runs the setup script once per test process; every test fails with its
-/// message if it did not succeed.
-fn peers() -> &'static Peers {
-    static PEERS: OnceLock<Result<Peers, String>> = OnceLock::new();
-    let r = PEERS.get_or_init(|| {
-        let script =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../interop/peers/setup-third-party.sh");
-        // <target>/debug/qnc-server -> <target>/third-party
-        let dest = Path::new(SERVER)
-            .parent()
-            .and_then(Path::parent)
-            .expect("target directory")
-            .join("third-party");
-        let out = Command::new("bash")
-            .arg(&script)
-            .arg(&dest)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
-        if !out.status.success() {
-            return Err(format!(
-                "{} failed ({}): the third-party QUIC peers (aioquic from PyPI, quic-go \
-                 through the Go module proxy, Debian's ngtcp2) could not be installed:\n{}{}",
-                script.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        Ok(Peers {
-            aioquic: dest.join("aioquic-peer"),
-            quic_go: dest.join("quic-go-peer"),
-        })
-    });
-    match r {
-        Ok(p) => p,
-        Err(e) => panic!("{e}"),
+/// The peers [`third_party_dir`] installed.
+fn peers() -> Peers {
+    let dest = third_party_dir();
+    Peers {
+        aioquic: dest.join("aioquic-peer"),
+        quic_go: dest.join("quic-go-peer"),
     }
 }
 

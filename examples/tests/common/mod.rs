@@ -272,3 +272,43 @@ pub fn relay_with(server_port: u16, link: LinkConfig, seed: u64) -> RelayHandle 
 pub fn relay_url(r: &RelayHandle, path: &str) -> String {
     format!("https://127.0.0.1:{}{path}", r.local_addr().port())
 }
+
+/// Runs `interop/peers/setup-third-party.sh` once per test process and
+/// returns its install directory (`<target>/third-party`); panics with the
+/// script's message if the third-party QUIC peers (aioquic from PyPI,
+/// quic-go through the Go module proxy, Debian's ngtcp2, ...) could not be
+/// installed.
+pub fn third_party_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    let r = DIR.get_or_init(|| {
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../interop/peers/setup-third-party.sh");
+        // <target>/debug/qnc-server -> <target>/third-party
+        let dest = Path::new(SERVER)
+            .parent()
+            .and_then(Path::parent)
+            .expect("target directory")
+            .join("third-party");
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg(&dest)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{} failed ({}): the third-party QUIC peers could not be installed:\n{}{}",
+                script.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(dest)
+    });
+    match r {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    }
+}
+
