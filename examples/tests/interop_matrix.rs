@@ -47,7 +47,10 @@ fn quick_matrix_ours_and_ngtcp2() {
                 seed: 1,
             };
             let r = run(&case, c, sv, &setup);
-            eprintln!("{} → {} {name}: {:?} {}", c.name, sv.name, r.outcome, r.reason);
+            eprintln!(
+                "{} → {} {name}: {:?} {}",
+                c.name, sv.name, r.outcome, r.reason
+            );
             if r.outcome != Outcome::Succeeded {
                 failures.push(format!("{} → {} {name}: {}", c.name, sv.name, r.reason));
             }

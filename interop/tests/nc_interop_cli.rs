@@ -19,7 +19,16 @@ fn run(args: &[&str]) -> (i32, String, String) {
 fn lists_implementations_and_cases() {
     let (code, out, _) = run(&["--list"]);
     assert_eq!(code, 0);
-    for w in ["quic-nc", "ngtcp2", "aioquic", "handshake", "zerortt", "goodput", "not run:", "chacha20"] {
+    for w in [
+        "quic-nc",
+        "ngtcp2",
+        "aioquic",
+        "handshake",
+        "zerortt",
+        "goodput",
+        "not run:",
+        "chacha20",
+    ] {
         assert!(out.contains(w), "{w} missing from:\n{out}");
     }
     let (code, out, _) = run(&["--help"]);
@@ -34,7 +43,10 @@ fn unknown_and_not_run_cases_are_errors() {
     assert!(err.contains("unknown test case 'nope'"), "{err}");
     let (code, _, err) = run(&["--cases", "chacha20"]);
     assert_eq!(code, 2);
-    assert!(err.contains("not run: needs a TLS 1.3 cipher choice"), "{err}");
+    assert!(
+        err.contains("not run: needs a TLS 1.3 cipher choice"),
+        "{err}"
+    );
     let (code, _, err) = run(&["--clients", "msquic", "--list"]);
     assert_eq!(code, 2);
     assert!(err.contains("unknown implementation 'msquic'"), "{err}");

@@ -167,10 +167,16 @@ fn send_capacity_is_what_stream_send_accepts() {
     let cap = pair.client.send_capacity();
     assert!(cap > 0 && cap <= CWND, "capacity {cap} after the handshake");
     // No stream exists yet, and the capacity is exactly what one accepts.
-    let written = pair.client.stream_send(4, &vec![7u8; 10 * CWND], false).unwrap();
+    let written = pair
+        .client
+        .stream_send(4, &vec![7u8; 10 * CWND], false)
+        .unwrap();
     assert_eq!(written, cap);
     assert_eq!(pair.client.send_capacity(), 0);
-    assert_eq!(pair.client.stream_send(8, b"x", false), Err(quiche::Error::Done));
+    assert_eq!(
+        pair.client.stream_send(8, b"x", false),
+        Err(quiche::Error::Done)
+    );
     // Once the data is sent and acknowledged, the window has room again.
     pair.advance();
     assert!(pair.client.send_capacity() > 0, "acks reopen the capacity");

@@ -311,4 +311,3 @@ pub fn third_party_dir() -> &'static Path {
         Err(e) => panic!("{e}"),
     }
 }
-

@@ -105,18 +105,22 @@ fn run(o: &Options) -> Result<bool, String> {
     std::fs::copy(certs.join("key.pem"), certs.join("priv.key")).map_err(|e| e.to_string())?;
 
     let start = unix_now();
+    let pairs: Vec<(&Implementation, &Implementation)> = clients
+        .iter()
+        .flat_map(|c| servers.iter().map(move |s| (c, s)))
+        .filter(|(c, s)| o.all_pairs || c.ours || s.ours)
+        .collect();
     let total: usize = cases
         .iter()
-        .map(|c| if c.measurement { o.runs } else { 1 })
+        .map(|c| if c.timed { o.runs } else { 1 })
         .sum::<usize>()
-        * clients.len()
-        * servers.len();
+        * pairs.len();
     let mut done = 0;
     let mut cells = BTreeMap::new();
-    for c in &clients {
-        for s in &servers {
+    for &(c, s) in &pairs {
+        {
             for case in &cases {
-                let reps = if case.measurement { o.runs } else { 1 };
+                let reps = if case.timed { o.runs } else { 1 };
                 let mut results = Vec::new();
                 for rep in 0..reps {
                     if INTERRUPTED.load(Ordering::SeqCst) {
@@ -170,7 +174,7 @@ fn run(o: &Options) -> Result<bool, String> {
         "results.json",
         serde_json::to_string_pretty(&m.runner_json()).unwrap_or_default() + "\n",
     )?;
-    let md = m.markdown();
+    let md = m.markdown() + "\n" + &m.goodput_markdown();
     write("matrix.md", md.clone())?;
     write("index.html", m.html())?;
     println!("{md}");
@@ -196,7 +200,7 @@ fn run_cell(
     certs: &Path,
 ) -> (cell::CellResult, f64) {
     let mut dir = out.join(format!("{}_{}", s.name, c.name)).join(case.name);
-    if case.measurement {
+    if case.timed {
         dir = dir.join((rep + 1).to_string());
     }
     let t0 = Instant::now();

@@ -126,6 +126,10 @@ pub struct Case {
     pub expect: Expect,
     /// A measurement (goodput in kbit/s over repetitions) rather than a test.
     pub measurement: bool,
+    /// Repeated `--runs` times with different loss seeds, and its goodput
+    /// reported (measurements and the lossy transfers, where coding
+    /// matters).
+    pub timed: bool,
     /// One line for the report.
     pub desc: &'static str,
 }
@@ -149,6 +153,7 @@ const fn case(name: &'static str, abbr: &'static str, tc: &'static str, files: F
         timeout: Duration::from_secs(60),
         expect: ONE,
         measurement: false,
+        timed: false,
         desc: "",
     }
 }
@@ -236,6 +241,7 @@ pub fn all() -> Vec<Case> {
         Case {
             desc: "10 MB with 2 s outages every 5 s",
             shape: Shape::Blackhole,
+            timed: true,
             ..case("blackhole", "B", "transfer", Files::Sizes(&[10 * MB]))
         },
         Case {
@@ -264,6 +270,7 @@ pub fn all() -> Vec<Case> {
         Case {
             desc: "2 MB at 2% loss each way",
             shape: Shape::Loss { p: 0.02 },
+            timed: true,
             ..case("transferloss", "L2", "transfer", Files::Sizes(&[2 * MB]))
         },
         Case {
@@ -274,6 +281,7 @@ pub fn all() -> Vec<Case> {
         Case {
             desc: "goodput of a 10 MiB download, kbit/s",
             measurement: true,
+            timed: true,
             ..case(
                 "goodput",
                 "G",
@@ -341,6 +349,8 @@ mod tests {
         }
         assert_eq!(find("multiplexing").unwrap().files.sizes().len(), 1999);
         assert!(find("chacha20").is_none());
+        let timed: Vec<_> = cases.iter().filter(|c| c.timed).map(|c| c.name).collect();
+        assert_eq!(timed, ["blackhole", "transferloss", "goodput"]);
     }
 
     #[test]

@@ -47,7 +47,8 @@ pub struct CellResult {
     pub outcome: Outcome,
     /// Why, in one line ("" when it succeeded).
     pub reason: String,
-    /// For measurements: goodput in kbit/s.
+    /// Goodput of a successful cell in kbit/s: all files' bytes over the
+    /// client's run time (process start to exit, handshakes included).
     pub kbps: Option<f64>,
     /// The relay's statistics, when the cell got that far.
     pub relay: Option<Stats>,
@@ -166,10 +167,8 @@ fn run_checked(
         return Ok(with_relay(Outcome::Failed, e, stats));
     }
     let mut r = with_relay(Outcome::Succeeded, "", stats);
-    if case.measurement {
-        let bytes: usize = case.files.sizes().iter().sum();
-        r.kbps = Some(bytes as f64 * 8.0 / secs / 1e3);
-    }
+    let bytes: usize = case.files.sizes().iter().sum();
+    r.kbps = Some(bytes as f64 * 8.0 / secs / 1e3);
     Ok(r)
 }
 

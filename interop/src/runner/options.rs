@@ -7,17 +7,21 @@ pub const USAGE: &str = "\
 nc-interop: the quic-interop-runner's test cases, run locally over linkem
 
 usage: nc-interop [--clients A,B] [--servers A,B] [--cases X,Y] [--runs N]
-                  [--out DIR] [--bin DIR] [--repo DIR] [--seed N] [--list]
+                  [--out DIR] [--bin DIR] [--repo DIR] [--seed N] [--all-pairs]
+                  [--list]
 
   --clients, --servers  implementations (default: every one known)
   --cases               test cases (default: all; see --list)
-  --runs N              repetitions of the measurements (default 5)
+  --runs N              repetitions of goodput, transferloss and blackhole,
+                        each with its own loss seed (default 5)
   --out DIR             logs and results (default results/interop-<time>)
   --bin DIR             directory of qnc-server / qnc-client / qnc-certs
                         (default: this program's directory)
   --repo DIR            repository root, for the endpoint scripts
                         (default: where nc-interop was built from)
   --seed N              seed of the link's loss processes (default 1)
+  --all-pairs           also run pairs of two third-party stacks (default:
+                        only pairs with our endpoint on at least one side)
   --list                print the implementations and cases, then exit
 
 Writes DIR/results.json (the runner's format), DIR/matrix.md,
@@ -43,6 +47,8 @@ pub struct Options {
     pub repo: Option<PathBuf>,
     /// Loss seed.
     pub seed: u64,
+    /// Also pairs without our endpoint.
+    pub all_pairs: bool,
     /// Only list.
     pub list: bool,
     /// Only print the usage.
@@ -60,6 +66,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, String> 
         bin: None,
         repo: None,
         seed: 1,
+        all_pairs: false,
         list: false,
         help: false,
     };
@@ -69,6 +76,10 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, String> 
             Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
             _ => (a.clone(), None),
         };
+        if flag == "--all-pairs" {
+            o.all_pairs = true;
+            continue;
+        }
         if flag == "--list" || flag == "--help" || flag == "-h" {
             o.list |= flag == "--list";
             o.help |= flag != "--list";
@@ -143,5 +154,6 @@ mod tests {
         assert!(p(&["--bogus"]).is_err());
         assert!(p(&["--out"]).is_err());
         assert!(p(&["--list"]).unwrap().list);
+        assert!(!o.all_pairs && p(&["--all-pairs"]).unwrap().all_pairs);
     }
 }

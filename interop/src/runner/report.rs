@@ -141,6 +141,68 @@ impl Matrix {
         v
     }
 
+    /// The timed cases (goodput, transferloss, blackhole) and, per
+    /// (client → server) pair, their goodput in kbit/s: median (min–max)
+    /// over the runs, or the outcome of a run that did not succeed.
+    fn goodput_rows(&self) -> (Vec<&Case>, Vec<(String, Vec<String>)>) {
+        let timed: Vec<&Case> = self.cases.iter().filter(|c| c.timed).collect();
+        let mut rows = Vec::new();
+        for c in &self.clients {
+            for s in &self.servers {
+                let cells = timed
+                    .iter()
+                    .map(|case| {
+                        let mut v: Vec<f64> = self
+                            .cell(c, s, case.name)
+                            .iter()
+                            .filter_map(|r| r.kbps)
+                            .collect();
+                        match self.outcome(c, s, case.name) {
+                            Some(Outcome::Succeeded) if !v.is_empty() => {
+                                v.sort_by(f64::total_cmp);
+                                let n = v.len();
+                                let med = if n % 2 == 1 {
+                                    v[n / 2]
+                                } else {
+                                    (v[n / 2 - 1] + v[n / 2]) / 2.0
+                                };
+                                if n > 1 {
+                                    format!("{med:.0} ({:.0}–{:.0})", v[0], v[n - 1])
+                                } else {
+                                    format!("{med:.0}")
+                                }
+                            }
+                            Some(o) => o.as_str().to_string(),
+                            None => String::new(),
+                        }
+                    })
+                    .collect();
+                rows.push((format!("{c} → {s}"), cells));
+            }
+        }
+        (timed, rows)
+    }
+
+    /// [`Self::goodput_rows`] as markdown.
+    pub fn goodput_markdown(&self) -> String {
+        let (timed, rows) = self.goodput_rows();
+        if timed.is_empty() {
+            return String::new();
+        }
+        let mut out =
+            String::from("Goodput in kbit/s, median (min–max) of the runs:\n\n| client → server |");
+        for c in &timed {
+            out += &format!(" {} |", c.name);
+        }
+        out += "\n| --- |";
+        out += &" ---: |".repeat(timed.len());
+        out += "\n";
+        for (pair, cells) in rows {
+            out += &format!("| {pair} | {} |\n", cells.join(" | "));
+        }
+        out
+    }
+
     /// The matrix as markdown: a row per (client, server) pair, a column
     /// per case; ✓ succeeded, ✗ failed, – unsupported, ? peer missing;
     /// measurements in kbit/s.
@@ -180,6 +242,31 @@ impl Matrix {
             .join("; ");
         out += ".\n";
         out
+    }
+
+    fn goodput_html(&self, esc: &dyn Fn(&str) -> String) -> String {
+        let (timed, rows) = self.goodput_rows();
+        if timed.is_empty() {
+            return String::new();
+        }
+        let head: String = timed
+            .iter()
+            .map(|c| format!("<th>{}</th>", esc(c.name)))
+            .collect();
+        let body: String = rows
+            .iter()
+            .map(|(pair, cells)| {
+                let tds: String = cells
+                    .iter()
+                    .map(|c| format!("<td>{}</td>", esc(c)))
+                    .collect();
+                format!("<tr><th>{}</th>{tds}</tr>", esc(pair))
+            })
+            .collect();
+        format!(
+            "<h2>Goodput (kbit/s, median and range of the runs)</h2>\
+             <table><tr><th>client → server</th>{head}</tr>{body}</table>"
+        )
     }
 
     /// A static, self-contained HTML page of the matrix.
@@ -247,7 +334,8 @@ impl Matrix {
              ✓ succeeded, ✗ failed (hover for the reason), – unsupported, ? not installed; \
              goodput in kbit/s.</p>\
              <table><tr><th>client → server</th>{head}</tr>\n{rows}</table>\
-             <ul>{legend}</ul>{}</body></html>\n",
+             <ul>{legend}</ul>{}{}</body></html>\n",
+            self.goodput_html(&esc),
             if reasons.is_empty() {
                 String::new()
             } else {
