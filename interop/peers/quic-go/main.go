@@ -32,6 +32,8 @@
 //     ticket, connection 1 is closed and the other URLs go in parallel on
 //     connection 2, which resumes the TLS session (the ticket is kept in
 //     memory: tls.ClientSessionCache) without 0-RTT, and must resume;
+//     connection 2 waits for the next whole second after the ticket
+//     arrived (up to 1 s; see ceilSecond);
 //   - -0rtt (implies -resume): connection 2 sends its requests in 0-RTT
 //     (http3.MethodGet0RTT on a quic.Transport.DialEarly connection), and
 //     the server must accept them.
@@ -197,17 +199,44 @@ func (u *urlList) Set(v string) error { *u = append(*u, v); return nil }
 // ticketCache is a tls.ClientSessionCache that says when a ticket arrives.
 type ticketCache struct {
 	tls.ClientSessionCache
-	put chan struct{}
+	put  chan struct{}
+	mu   sync.Mutex
+	last time.Time // when the last ticket was put
 }
 
 func (c *ticketCache) Put(key string, cs *tls.ClientSessionState) {
 	c.ClientSessionCache.Put(key, cs)
 	if cs != nil {
+		c.mu.Lock()
+		c.last = time.Now()
+		c.mu.Unlock()
 		select {
 		case c.put <- struct{}{}:
 		default:
 		}
 	}
+}
+
+func (c *ticketCache) lastPut() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
+// ceilSecond rounds t up to a whole second. crypto/tls stamps a ticket
+// with its arrival time in whole seconds (tls.Config.Time, truncated), so
+// on the real clock the obfuscated_ticket_age of a resumption overstates
+// the age by up to 1 s, and GnuTLS (ngtcp2's server) rejects 0-RTT
+// whenever the client's age exceeds its own ("replay detected"). With
+// connection 1 on this clock, the stamp is at or after the arrival and the
+// age errs on the young side instead (by less than 1 s); connection 2
+// starts once the real clock has passed the stamp, so the age is not
+// negative.
+func ceilSecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Second); !r.Equal(t) {
+		return r.Add(time.Second)
+	}
+	return t
 }
 
 // clientRun is what the client's connections share.
@@ -418,6 +447,7 @@ func client(args []string) {
 	tickets := &ticketCache{ClientSessionCache: tls.NewLRUClientSessionCache(8), put: make(chan struct{}, 1)}
 	if *resume {
 		tlsConf.ClientSessionCache = tickets
+		tlsConf.Time = func() time.Time { return ceilSecond(time.Now()) }
 	}
 	if *outdir != "" {
 		if err := os.MkdirAll(*outdir, 0o755); err != nil {
@@ -467,6 +497,13 @@ func client(args []string) {
 		if len(urls) == 1 {
 			break
 		}
+		// Connection 2 on the real clock, once that has passed the
+		// (rounded-up) time stamp of every ticket: see ceilSecond.
+		if d := time.Until(ceilSecond(tickets.lastPut())); d > 0 {
+			time.Sleep(d + time.Millisecond)
+		}
+		r.tls = r.tls.Clone()
+		r.tls.Time = nil
 		st, err := r.batch(urls[1:], *early, nil)
 		if err != nil {
 			fail(err)
