@@ -5,6 +5,9 @@
 #   DEST/venv/           a virtualenv with aioquic (interop/peers/aioquic/requirements.txt)
 #   DEST/aioquic-peer    runs interop/peers/aioquic/peer.py in that virtualenv
 #   DEST/quic-go-peer    interop/peers/quic-go built with `go build`
+#   DEST/quinn-peer      interop/peers/quinn built with `cargo build --release --locked`
+#                        (in <target>/peers-build, like `make peers`; needs cargo and
+#                        crates.io or a filled ~/.cargo/registry)
 #   /usr/sbin/gtlsserver, /usr/bin/gtlsclient
 #                        ngtcp2's examples (Debian's ngtcp2-server and
 #                        ngtcp2-client, apt-get installed when missing: root only)
@@ -68,6 +71,28 @@ if [[ ! -x "$DEST/quic-go-peer" || "$(cat "$DEST/quic-go-peer.stamp" 2>/dev/null
         die "go build of $QG failed: is the Go module proxy reachable?"
     mv -f "$DEST/quic-go-peer.tmp" "$DEST/quic-go-peer"
     echo "$want" >"$DEST/quic-go-peer.stamp"
+fi
+
+# --- quinn ---------------------------------------------------------------
+# A separate cargo project (own Cargo.lock, empty [workspace]), built where
+# `make peers` builds it; redone when its sources, Cargo.toml / Cargo.lock
+# or the cargo version change.
+CARGO="${CARGO:-$(command -v cargo || echo "$HOME/.cargo/bin/cargo")}"
+[[ -x "$CARGO" ]] || die "no cargo (Rust toolchain) on PATH or in ~/.cargo/bin for the quinn peer"
+QN="$HERE/quinn"
+QN_TARGET="${CARGO_TARGET_DIR:-$REPO/target}"
+[[ "$QN_TARGET" == /* ]] || QN_TARGET="$PWD/$QN_TARGET"
+QN_TARGET="$QN_TARGET/peers-build"
+QN_CARGO_VERSION="$("$CARGO" --version)" || die "'$CARGO --version' failed (the quinn peer needs a working cargo)"
+want="$(hash_of "$QN/Cargo.toml" "$QN/Cargo.lock" "$QN"/src/*.rs) $QN_CARGO_VERSION"
+if [[ ! -x "$DEST/quinn-peer" || "$(cat "$DEST/quinn-peer.stamp" 2>/dev/null)" != "$want" ]]; then
+    log "building quinn-peer into $DEST (cargo build --release --locked, CARGO_TARGET_DIR=$QN_TARGET)"
+    (cd "$QN" && CARGO_TARGET_DIR="$QN_TARGET" "$CARGO" build --release --locked) ||
+        die "cargo build --release --locked of $QN failed: is crates.io reachable, and does Cargo.lock match Cargo.toml?"
+    cp -f "$QN_TARGET/release/quinn-peer" "$DEST/quinn-peer.tmp" ||
+        die "cargo built no $QN_TARGET/release/quinn-peer"
+    mv -f "$DEST/quinn-peer.tmp" "$DEST/quinn-peer"
+    echo "$want" >"$DEST/quinn-peer.stamp"
 fi
 
 # --- ngtcp2 --------------------------------------------------------------

@@ -353,8 +353,15 @@ mod tests {
         assert!(!c.multiconnect && !c.resume && !c.zero_rtt && !c.key_update);
 
         let Mode::Client(c) = p(&[
-            "client", "--url", "https://h/a", "--0rtt", "--url", "https://h/b", "--outdir",
-            "/d", "--key-update=false",
+            "client",
+            "--url",
+            "https://h/a",
+            "--0rtt",
+            "--url",
+            "https://h/b",
+            "--outdir",
+            "/d",
+            "--key-update=false",
         ])
         .unwrap() else {
             panic!()

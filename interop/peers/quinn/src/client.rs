@@ -200,7 +200,10 @@ pub async fn run(a: ClientArgs) -> Result<(), String> {
                 ));
             }
             if a.resume && ci > 0 && !info.resumption {
-                failures.push(format!("connection {}: no session ticket to resume", ci + 1));
+                failures.push(format!(
+                    "connection {}: no session ticket to resume",
+                    ci + 1
+                ));
             }
             if a.resume && ci == 0 && plan.len() > 1 {
                 // The ticket comes after the handshake; it is usually there
@@ -284,7 +287,12 @@ async fn connection(
             Ok((conn, accepted)) => (conn, Some(accepted)),
             Err(connecting) => {
                 eprintln!("quinn-peer: no 0-RTT keys (no ticket allowing early data): waiting for the handshake");
-                (connecting.await.map_err(|e| format!("connection to {addr}: {e}"))?, None)
+                (
+                    connecting
+                        .await
+                        .map_err(|e| format!("connection to {addr}: {e}"))?,
+                    None,
+                )
             }
         }
     } else {

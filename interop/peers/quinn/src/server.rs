@@ -96,12 +96,22 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>) {
         }
     };
     let conn = if shared.early_data {
-        // 0.5-RTT: the connection is usable at once, so requests that came
-        // in 0-RTT are answered before the handshake completes. (Always Ok
-        // on a server.)
-        match connecting.into_0rtt() {
-            Ok((conn, _accepted)) => Ok(conn),
-            Err(connecting) => connecting.await,
+        // 0.5-RTT: the connection is usable before the handshake completes,
+        // so requests that came in 0-RTT are answered at once (into_0rtt
+        // is always Ok on a server). But only once the whole ClientHello
+        // is in (handshake data ready): before that the client's transport
+        // parameters are unknown, and the HTTP/3 control stream opened
+        // with no stream credit is never woken up when they arrive (a
+        // ClientHello with a post-quantum key share spans two Initials).
+        let mut connecting = connecting;
+        // (The handshake data, a Box<dyn Any>, is not Send: drop it here.)
+        let ready = connecting.handshake_data().await.map(drop);
+        match ready {
+            Err(e) => Err(e),
+            Ok(()) => match connecting.into_0rtt() {
+                Ok((conn, _accepted)) => Ok(conn),
+                Err(connecting) => connecting.await,
+            },
         }
     } else {
         connecting.await
@@ -214,7 +224,10 @@ async fn request(resolver: RequestResolver<H3Conn, Bytes>, shared: Arc<Shared>) 
     };
     let head = req.method() == Method::HEAD;
     let (status, body) = if req.method() != Method::GET && !head {
-        (StatusCode::METHOD_NOT_ALLOWED, Body::Msg("only GET and HEAD"))
+        (
+            StatusCode::METHOD_NOT_ALLOWED,
+            Body::Msg("only GET and HEAD"),
+        )
     } else {
         body_for(req.uri().path(), &shared)
     };
