@@ -49,7 +49,7 @@ fetch() {
     local args=()
     for u in "$@"; do args+=(--url "$u"); done
     # shellcheck disable=SC2086
-    "$PEER" client "${trust[@]}" --download-dir "$DOWNLOADS" --fail --timeout 60 \
+    "$PEER" client "${trust[@]}" --download-dir "$DOWNLOADS" --fail --timeout 300 \
         "${logs[@]}" "${extra[@]}" ${CLIENT_PARAMS:-} "${args[@]}"
 }
 
