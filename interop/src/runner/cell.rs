@@ -202,34 +202,49 @@ fn endpoint(imp: &Implementation, role: &str, testcase: &str, s: &Setup) -> Comm
 }
 
 /// Starts the server on a free port and waits until it holds the port.
+/// The port is free when chosen but another process may take it before
+/// the server binds it, so a server that exits at once (other than with
+/// 127, unsupported) is started again on another port, up to 3 times.
 fn start_server(
     case: &Case,
     imp: &Implementation,
     s: &Setup,
     ip: &str,
 ) -> Result<(Proc, SocketAddr), String> {
-    let probe = UdpSocket::bind(format!("{ip}:0")).map_err(|e| format!("{ip}: {e}"))?;
-    let addr = probe.local_addr().map_err(|e| e.to_string())?;
-    drop(probe);
-    let mut cmd = endpoint(imp, "server", case.server_tc, s);
-    cmd.env("QNC_LISTEN", addr.to_string())
-        .env("SERVER_PARAMS", &imp.server_params);
-    let mut p = Proc::spawn("server", &mut cmd, &s.dir)?;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if UdpSocket::bind(addr).is_err() {
+    let mut last = None;
+    for _ in 0..3 {
+        let probe = UdpSocket::bind(format!("{ip}:0")).map_err(|e| format!("{ip}: {e}"))?;
+        let addr = probe.local_addr().map_err(|e| e.to_string())?;
+        drop(probe);
+        let mut cmd = endpoint(imp, "server", case.server_tc, s);
+        cmd.env("QNC_LISTEN", addr.to_string())
+            .env("SERVER_PARAMS", &imp.server_params);
+        let mut p = Proc::spawn("server", &mut cmd, &s.dir)?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if UdpSocket::bind(addr).is_err() {
+                return Ok((p, addr));
+            }
+            if p.exited() {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "server did not bind {addr} within 20 s{}",
+                    p.stderr_tail()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Exited before binding: unsupported (127) is final.
+        let code = p.terminate(Duration::ZERO).and_then(|st| st.code());
+        if code == Some(127) {
             return Ok((p, addr));
         }
-        if p.exited() {
-            // Reported through the exit status (127: unsupported).
-            return Ok((p, addr));
-        }
-        std::thread::sleep(Duration::from_millis(20));
+        last = Some((p, addr));
     }
-    Err(format!(
-        "server did not bind {addr} within 20 s{}",
-        p.stderr_tail()
-    ))
+    // Reported through its exit status by the caller.
+    last.ok_or_else(|| "server did not start".into())
 }
 
 fn kill_group(pid: u32) {
@@ -302,16 +317,13 @@ pub fn check_wire(case: &Case, stats: &Stats) -> Result<(), String> {
         ));
     }
     match (case.expect.retry, down.retry, down.retry_with_token) {
-        (true, 0, _) => return Err("no Retry on the wire".into()),
-        (true, _, 0) => return Err("Retry without a token".into()),
-        (false, n, _) if n > 0 => return Err(format!("{n} unexpected Retry packets")),
+        (Some(true), 0, _) => return Err("no Retry on the wire".into()),
+        (Some(true), _, 0) => return Err("Retry without a token".into()),
+        (Some(false), n, _) if n > 0 => return Err(format!("{n} unexpected Retry packets")),
         _ => (),
     }
     if case.expect.zero_rtt && up.zero_rtt == 0 {
         return Err("no 0-RTT packets from the client".into());
-    }
-    if !case.expect.zero_rtt && up.zero_rtt > 0 && case.expect.handshakes == 1 {
-        return Err(format!("{} unexpected 0-RTT packets", up.zero_rtt));
     }
     let versions: Vec<u32> = down.versions.iter().copied().collect();
     if versions != [1] {
@@ -385,9 +397,8 @@ mod tests {
         assert!(check_wire(&h, &stats(1, 1, 0))
             .unwrap_err()
             .contains("Retry"));
-        assert!(check_wire(&h, &stats(1, 0, 3))
-            .unwrap_err()
-            .contains("0-RTT"));
+        // As in the runner, only the handshake case forbids a Retry.
+        assert!(check_wire(&find("transfer").unwrap(), &stats(1, 1, 0)).is_ok());
         let mut v2 = stats(1, 0, 0);
         v2.down.wire.versions.insert(0x6b33_43cf);
         assert!(check_wire(&h, &v2).is_err());

@@ -27,6 +27,19 @@ pub struct Matrix {
 }
 
 impl Matrix {
+    /// The (client, server) pairs that ran, in order.
+    pub fn pairs(&self) -> Vec<(&str, &str)> {
+        let mut v = Vec::new();
+        for c in &self.clients {
+            for s in &self.servers {
+                if self.cells.keys().any(|(kc, ks, _)| kc == c && ks == s) {
+                    v.push((c.as_str(), s.as_str()));
+                }
+            }
+        }
+        v
+    }
+
     /// The results of one cell (empty if not run).
     pub fn cell(&self, client: &str, server: &str, case: &str) -> &[CellResult] {
         self.cells
@@ -147,8 +160,8 @@ impl Matrix {
     fn goodput_rows(&self) -> (Vec<&Case>, Vec<(String, Vec<String>)>) {
         let timed: Vec<&Case> = self.cases.iter().filter(|c| c.timed).collect();
         let mut rows = Vec::new();
-        for c in &self.clients {
-            for s in &self.servers {
+        for (c, s) in self.pairs() {
+            {
                 let cells = timed
                     .iter()
                     .map(|case| {
@@ -214,8 +227,8 @@ impl Matrix {
         out += "\n| --- |";
         out += &" :-: |".repeat(self.cases.len());
         out += "\n";
-        for c in &self.clients {
-            for s in &self.servers {
+        for (c, s) in self.pairs() {
+            {
                 out += &format!("| {c} → {s} |");
                 for case in &self.cases {
                     out += &format!(" {} |", self.symbol(c, s, case));
@@ -277,8 +290,8 @@ impl Matrix {
                 .replace('>', "&gt;")
         };
         let mut rows = String::new();
-        for c in &self.clients {
-            for s in &self.servers {
+        for (c, s) in self.pairs() {
+            {
                 rows += &format!("<tr><th>{} → {}</th>", esc(c), esc(s));
                 for case in &self.cases {
                     let class = self
