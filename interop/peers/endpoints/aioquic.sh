@@ -8,21 +8,11 @@
 # QNC_PEERS (where the peers are installed).
 set -euo pipefail
 
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-PEERS="${QNC_PEERS:-$HERE/../../../target/third-party}"
+NAME=aioquic
+# shellcheck source=interop/peers/endpoints/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 PEER="${AIOQUIC_PEER:-$PEERS/aioquic-peer}"
-WWW="${QNC_WWW:-/www}"
-DOWNLOADS="${QNC_DOWNLOADS:-/downloads}"
-CERTS="${QNC_CERTS:-/certs}"
-LISTEN="${QNC_LISTEN:-0.0.0.0:443}"
-SESSION="${QNC_SESSION:-/tmp/aioquic-session.bin}"
-
-unsupported() {
-    echo "aioquic endpoint: test case '$TESTCASE' is not supported as $ROLE${1:+: $1}" >&2
-    exit 127
-}
-
-[[ -x "$PEER" ]] || { echo "aioquic endpoint: $PEER missing (run interop/peers/setup-third-party.sh)" >&2; exit 1; }
+need "$PEER"
 
 logs=()
 if [[ -n "${QLOGDIR:-}" ]]; then mkdir -p "$QLOGDIR" && logs+=(--qlog-dir "$QLOGDIR"); fi
@@ -53,6 +43,12 @@ fetch() {
         "${logs[@]}" "${extra[@]}" ${CLIENT_PARAMS:-} "${args[@]}"
 }
 
+# fetch, then a check that the first connection stored a session ticket.
+fetch_checking_ticket() {
+    fetch "$@"
+    [[ -s "$SESSION" ]] || { echo "aioquic endpoint: the server sent no session ticket" >&2; exit 1; }
+}
+
 run_client() {
     extra=()
     case "$TESTCASE" in
@@ -60,9 +56,7 @@ run_client() {
     keyupdate) extra+=(--key-update) ;;
     *) unsupported ;;
     esac
-    read -r -a urls <<<"${REQUESTS:-}"
-    [[ ${#urls[@]} -gt 0 ]] || { echo "aioquic endpoint: REQUESTS is empty" >&2; exit 1; }
-    mkdir -p "$DOWNLOADS"
+    read_urls
     case "$TESTCASE" in
     multiconnect) for u in "${urls[@]}"; do fetch "$u"; done ;;
     resumption | zerortt)
@@ -71,17 +65,10 @@ run_client() {
         rm -f "$SESSION"
         extra+=(--session-file "$SESSION")
         [[ "$TESTCASE" == zerortt ]] && extra+=(--early-data)
-        fetch "${urls[0]}"
-        [[ -s "$SESSION" ]] || { echo "aioquic endpoint: the server sent no session ticket" >&2; exit 1; }
-        if [[ ${#urls[@]} -gt 1 ]]; then fetch "${urls[@]:1}"; fi
+        fetch_first_then_rest fetch_checking_ticket
         ;;
     *) fetch "${urls[@]}" ;;
     esac
 }
 
-: "${ROLE:?}" "${TESTCASE:?}"
-case "$ROLE" in
-server) run_server ;;
-client) run_client ;;
-*) exit 1 ;;
-esac
+endpoint_main

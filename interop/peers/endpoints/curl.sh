@@ -8,17 +8,11 @@
 # QNC_DOWNLOADS, QNC_CERTS, QNC_PEERS (where the peers are installed).
 set -euo pipefail
 
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-PEERS="${QNC_PEERS:-$HERE/../../../target/third-party}"
+NAME=curl
+# shellcheck source=interop/peers/endpoints/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 PYTHON="${CURL_PYTHON:-$PEERS/venv/bin/python}"
-CLIENT="$HERE/../curl/client.py"
-DOWNLOADS="${QNC_DOWNLOADS:-/downloads}"
-CERTS="${QNC_CERTS:-/certs}"
-
-unsupported() {
-    echo "curl endpoint: test case '$TESTCASE' is not supported as $ROLE: $1" >&2
-    exit 127
-}
+CLIENT="$ENDPOINTS/../curl/client.py"
 
 run_client() {
     local flags=()
@@ -33,19 +27,15 @@ run_client() {
     keyupdate) unsupported "libcurl has no way to initiate a QUIC key update" ;;
     *) unsupported "unknown test case" ;;
     esac
-    read -r -a urls <<<"${REQUESTS:-}"
-    [[ ${#urls[@]} -gt 0 ]] || { echo "curl endpoint: REQUESTS is empty" >&2; exit 1; }
+    read_urls
     local trust=(--insecure)
     if [[ -r "$CERTS/ca.pem" ]]; then trust=(--ca "$CERTS/ca.pem"); fi
-    [[ -x "$PYTHON" ]] || { echo "curl endpoint: $PYTHON missing (run interop/peers/setup-third-party.sh)" >&2; exit 1; }
+    need "$PYTHON"
     # shellcheck disable=SC2086 # word splitting of CLIENT_PARAMS is intended
     exec "$PYTHON" "$CLIENT" --download-dir "$DOWNLOADS" "${trust[@]}" "${flags[@]}" \
         ${CLIENT_PARAMS:-} "${urls[@]}"
 }
 
-: "${ROLE:?}" "${TESTCASE:?}"
-case "$ROLE" in
-server) unsupported "curl is a client" ;;
-client) run_client ;;
-*) exit 1 ;;
-esac
+run_server() { unsupported "curl is a client"; }
+
+endpoint_main

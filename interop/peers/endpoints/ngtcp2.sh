@@ -6,18 +6,11 @@
 # QNC_DOWNLOADS, QNC_CERTS, QNC_LISTEN (server address), QNC_SESSION.
 set -euo pipefail
 
+NAME=ngtcp2
+# shellcheck source=interop/peers/endpoints/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 SERVER_BIN="${NGTCP2_SERVER:-/usr/sbin/gtlsserver}"
 CLIENT_BIN="${NGTCP2_CLIENT:-/usr/bin/gtlsclient}"
-WWW="${QNC_WWW:-/www}"
-DOWNLOADS="${QNC_DOWNLOADS:-/downloads}"
-CERTS="${QNC_CERTS:-/certs}"
-LISTEN="${QNC_LISTEN:-0.0.0.0:443}"
-SESSION="${QNC_SESSION:-/tmp/ngtcp2-session}"
-
-unsupported() {
-    echo "ngtcp2 endpoint: test case '$TESTCASE' is not supported as $ROLE" >&2
-    exit 127
-}
 
 logs=()
 [[ -n "${QLOGDIR:-}" ]] && mkdir -p "$QLOGDIR" && logs+=(--qlog-dir "$QLOGDIR")
@@ -56,25 +49,17 @@ run_client() {
     keyupdate) extra+=(--key-update 1ms) ;;
     *) unsupported ;;
     esac
-    read -r -a urls <<<"${REQUESTS:-}"
-    [[ ${#urls[@]} -gt 0 ]] || { echo "ngtcp2 endpoint: REQUESTS is empty" >&2; exit 1; }
-    mkdir -p "$DOWNLOADS"
+    read_urls
     case "$TESTCASE" in
     multiconnect) for u in "${urls[@]}"; do fetch "$u"; done ;;
     resumption | zerortt)
         rm -f "$SESSION" "$SESSION.tp"
         extra+=(--session-file "$SESSION" --tp-file "$SESSION.tp")
         [[ "$TESTCASE" == resumption ]] && extra+=(--disable-early-data)
-        fetch "${urls[0]}"
-        if [[ ${#urls[@]} -gt 1 ]]; then fetch "${urls[@]:1}"; fi
+        fetch_first_then_rest fetch
         ;;
     *) fetch "${urls[@]}" ;;
     esac
 }
 
-: "${ROLE:?}" "${TESTCASE:?}"
-case "$ROLE" in
-server) run_server ;;
-client) run_client ;;
-*) exit 1 ;;
-esac
+endpoint_main

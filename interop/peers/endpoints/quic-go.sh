@@ -10,25 +10,14 @@
 # that opens both connections.
 set -euo pipefail
 
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-PEERS="${QNC_PEERS:-$HERE/../../../target/third-party}"
+NAME=quic-go
+# shellcheck source=interop/peers/endpoints/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 BIN="${QUIC_GO_PEER:-$PEERS/quic-go-peer}"
-WWW="${QNC_WWW:-/www}"
-DOWNLOADS="${QNC_DOWNLOADS:-/downloads}"
-CERTS="${QNC_CERTS:-/certs}"
-LISTEN="${QNC_LISTEN:-0.0.0.0:443}"
 
 # Test cases nc-interop does not run (chacha20, v2, ecn, rebinding,
 # connectionmigration, ...; see nc-interop --list) are not wired up and
 # exit 127 like unknown ones, although quic-go has QUIC v2 and ECN.
-unsupported() {
-    echo "quic-go endpoint: test case '$TESTCASE' is not supported as $ROLE: $1" >&2
-    exit 127
-}
-
-need_bin() {
-    [[ -x "$BIN" ]] || { echo "quic-go endpoint: $BIN missing (run interop/peers/setup-third-party.sh)" >&2; exit 1; }
-}
 
 run_server() {
     local flags=()
@@ -41,7 +30,7 @@ run_server() {
     zerortt) flags+=(-0rtt) ;;
     *) unsupported "not a test case this script knows" ;;
     esac
-    need_bin
+    need "$BIN"
     # shellcheck disable=SC2086 # word splitting of SERVER_PARAMS is intended
     exec "$BIN" server -addr "$LISTEN" -root "$WWW" -cert "$CERTS/cert.pem" \
         -key "$CERTS/priv.key" "${flags[@]}" ${SERVER_PARAMS:-}
@@ -63,10 +52,8 @@ run_client() {
     zerortt) flags+=(-0rtt) ;;
     *) unsupported "not a test case this script knows" ;;
     esac
-    need_bin
-    read -r -a urls <<<"${REQUESTS:-}"
-    [[ ${#urls[@]} -gt 0 ]] || { echo "quic-go endpoint: REQUESTS is empty" >&2; exit 1; }
-    mkdir -p "$DOWNLOADS"
+    need "$BIN"
+    read_urls
     local trust=()
     [[ -r "$CERTS/ca.pem" ]] && trust=(-ca "$CERTS/ca.pem")
     # shellcheck disable=SC2086
@@ -74,10 +61,4 @@ run_client() {
         ${CLIENT_PARAMS:-} "${urls[@]}"
 }
 
-: "${ROLE:?ROLE must be client or server}"
-: "${TESTCASE:?TESTCASE must be set}"
-case "$ROLE" in
-server) run_server ;;
-client) run_client ;;
-*) echo "quic-go endpoint: ROLE must be client or server, not '$ROLE'" >&2; exit 1 ;;
-esac
+endpoint_main

@@ -10,21 +10,11 @@
 # both connections in one process and keeps the session ticket in memory.
 set -euo pipefail
 
-PEER="${QUINN_PEER:-${QNC_PEERS:-/work/main/target/third-party}/quinn-peer}"
-WWW="${QNC_WWW:-/www}"
-DOWNLOADS="${QNC_DOWNLOADS:-/downloads}"
-CERTS="${QNC_CERTS:-/certs}"
-LISTEN="${QNC_LISTEN:-0.0.0.0:443}"
-
-unsupported() {
-    echo "quinn endpoint: test case '$TESTCASE' is not supported as $ROLE${1:+: $1}" >&2
-    exit 127
-}
-
-[[ -x "$PEER" ]] || {
-    echo "quinn endpoint: $PEER is missing (run interop/peers/setup-third-party.sh)" >&2
-    exit 1
-}
+NAME=quinn
+# shellcheck source=interop/peers/endpoints/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+PEER="${QUINN_PEER:-$PEERS/quinn-peer}"
+need "$PEER"
 
 run_server() {
     local flags=()
@@ -58,18 +48,11 @@ run_client() {
     keyupdate) flags+=(--key-update) ;;
     *) unsupported ;;
     esac
-    read -r -a urls <<<"${REQUESTS:-}"
-    [[ ${#urls[@]} -gt 0 ]] || { echo "quinn endpoint: REQUESTS is empty" >&2; exit 1; }
+    read_urls
     local u
     for u in "${urls[@]}"; do flags+=(--url "$u"); done
-    mkdir -p "$DOWNLOADS"
     # shellcheck disable=SC2086
     exec "$PEER" client --ca "$CERTS/ca.pem" --outdir "$DOWNLOADS" "${flags[@]}" ${CLIENT_PARAMS:-}
 }
 
-: "${ROLE:?}" "${TESTCASE:?}"
-case "$ROLE" in
-server) run_server ;;
-client) run_client ;;
-*) echo "quinn endpoint: ROLE must be client or server, not '$ROLE'" >&2; exit 1 ;;
-esac
+endpoint_main
