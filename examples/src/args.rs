@@ -110,6 +110,12 @@ pub struct CertsArgs {
     /// Directory to write the files into (created if missing).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Certificates in cert.pem: the leaf and N-1 intermediate CAs (RSA-2048)
+    /// between it and the root in ca.pem, e.g. 9 for the interop runner's
+    /// amplificationlimit case.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u8).range(1..=crate::certs::MAX_CHAIN as i64))]
+    pub chain: u8,
 }
 
 /// `qnc-server`: an HTTP/3 file server.

@@ -3,6 +3,11 @@
 //! rustls-based clients refuse a self-signed leaf that is marked `CA:TRUE`,
 //! so [`generate`] mints a CA (`CA:TRUE`) and a leaf (`CA:FALSE`) signed by
 //! it. Keys are ECDSA P-256, written as PKCS#8 PEM.
+//!
+//! [`generate_chain`] adds intermediate CAs between the root and the leaf,
+//! as the interop runner's `amplificationlimit` case does to make the
+//! server's first flight large; those use RSA-2048 keys so that a 9-long
+//! chain exceeds the runner's 7,500 bytes of Handshake data.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -35,15 +40,37 @@ pub struct CertPaths {
     pub key: PathBuf,
 }
 
+/// Longest chain [`generate_chain`] writes.
+pub const MAX_CHAIN: usize = 16;
+
 /// Creates `dir` if needed and writes `ca.pem`, `ca.key`, `cert.pem` and
 /// `key.pem` into it.
 pub fn generate(dir: &Path) -> Result<CertPaths, String> {
+    generate_chain(dir, 1)
+}
+
+/// Like [`generate`], but `cert.pem` holds a chain of `len` certificates:
+/// the leaf, then `len - 1` intermediate CAs, the last one signed by the
+/// root in `ca.pem` (`len` = 1: the leaf alone, signed by the root).
+pub fn generate_chain(dir: &Path, len: usize) -> Result<CertPaths, String> {
+    if !(1..=MAX_CHAIN).contains(&len) {
+        return Err(format!("chain length must be in 1..={MAX_CHAIN}"));
+    }
     fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
 
     let ca_key = new_key()?;
     let ca = build_ca(&ca_key).map_err(tls_err)?;
+    // Intermediates from the root down: (cert, key) of each issuer.
+    let mut chain: Vec<X509> = Vec::new();
+    let (mut issuer, mut issuer_key) = (ca.clone(), ca_key.clone());
+    for i in (1..len).rev() {
+        let key = rsa_key()?;
+        let cert = build_intermediate(i, &key, &issuer, &issuer_key).map_err(tls_err)?;
+        chain.push(cert.clone());
+        (issuer, issuer_key) = (cert, key);
+    }
     let leaf_key = new_key()?;
-    let leaf = build_leaf(&leaf_key, &ca, &ca_key).map_err(tls_err)?;
+    let leaf = build_leaf(&leaf_key, &issuer, &issuer_key).map_err(tls_err)?;
 
     let paths = CertPaths {
         ca_cert: dir.join("ca.pem"),
@@ -56,7 +83,11 @@ pub fn generate(dir: &Path) -> Result<CertPaths, String> {
         &paths.ca_key,
         &ca_key.private_key_to_pem_pkcs8().map_err(tls_err)?,
     )?;
-    write(&paths.cert, &leaf.to_pem().map_err(tls_err)?)?;
+    let mut pem = leaf.to_pem().map_err(tls_err)?;
+    for c in chain.iter().rev() {
+        pem.extend(c.to_pem().map_err(tls_err)?);
+    }
+    write(&paths.cert, &pem)?;
     write(
         &paths.key,
         &leaf_key.private_key_to_pem_pkcs8().map_err(tls_err)?,
@@ -76,6 +107,11 @@ fn new_key() -> Result<PKey<Private>, String> {
     let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).map_err(tls_err)?;
     let ec = EcKey::generate(&group).map_err(tls_err)?;
     PKey::from_ec_key(ec).map_err(tls_err)
+}
+
+fn rsa_key() -> Result<PKey<Private>, String> {
+    let rsa = boring::rsa::Rsa::generate(2048).map_err(tls_err)?;
+    PKey::from_rsa(rsa).map_err(tls_err)
 }
 
 fn name(common_name: &str) -> Result<X509Name, boring::error::ErrorStack> {
@@ -129,6 +165,34 @@ fn build_ca(key: &PKey<Private>) -> Result<X509, boring::error::ErrorStack> {
     Ok(b.build())
 }
 
+/// Intermediate CA number `i` (1 = the one that signs the leaf).
+fn build_intermediate(
+    i: usize,
+    key: &PKey<Private>,
+    issuer: &X509Ref,
+    issuer_key: &PKey<Private>,
+) -> Result<X509, boring::error::ErrorStack> {
+    let subject = name(&format!("QUIC-NC test intermediate CA {i}"))?;
+    let mut b = base(&subject, key)?;
+    b.set_issuer_name(issuer.subject_name())?;
+    let bc = BasicConstraints::new().critical().ca().build()?;
+    b.append_extension(&bc)?;
+    let ku = KeyUsage::new()
+        .critical()
+        .key_cert_sign()
+        .crl_sign()
+        .build()?;
+    b.append_extension(&ku)?;
+    let ski = SubjectKeyIdentifier::new().build(&b.x509v3_context(Some(issuer), None))?;
+    b.append_extension(&ski)?;
+    let aki = AuthorityKeyIdentifier::new()
+        .keyid(true)
+        .build(&b.x509v3_context(Some(issuer), None))?;
+    b.append_extension(&aki)?;
+    b.sign(issuer_key, MessageDigest::sha256())?;
+    Ok(b.build())
+}
+
 fn build_leaf(
     key: &PKey<Private>,
     ca: &X509Ref,
@@ -175,6 +239,24 @@ mod tests {
         let key = fs::read_to_string(&paths.key).unwrap();
         assert!(key.starts_with("-----BEGIN PRIVATE KEY-----"), "PKCS#8");
         assert!(paths.ca_key.exists());
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_chain_of_nine_verifies_link_by_link_and_is_large() {
+        let dir = std::env::temp_dir().join(format!("qnc-certs-chain-{}", std::process::id()));
+        let paths = generate_chain(&dir, 9).expect("generate");
+        let pem = fs::read(&paths.cert).unwrap();
+        let chain = X509::stack_from_pem(&pem).unwrap();
+        assert_eq!(chain.len(), 9);
+        let ca = X509::from_pem(&fs::read(&paths.ca_cert).unwrap()).unwrap();
+        for w in chain.windows(2) {
+            assert!(w[0].verify(&w[1].public_key().unwrap()).unwrap());
+        }
+        assert!(chain[8].verify(&ca.public_key().unwrap()).unwrap());
+        let der: usize = chain.iter().map(|c| c.to_der().unwrap().len()).sum();
+        assert!(der > 7_500, "{der} bytes of certificates");
+        assert!(generate_chain(&dir, 0).is_err());
         let _ = fs::remove_dir_all(&dir);
     }
 }

@@ -25,6 +25,7 @@
 pub mod args;
 pub mod cc;
 pub mod certs;
+pub mod cids;
 pub mod client;
 pub mod event_loop;
 pub mod hooks;

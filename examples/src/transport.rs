@@ -10,6 +10,11 @@ const INITIAL_MAX_DATA: u64 = 16 * 1024 * 1024;
 const INITIAL_MAX_STREAM_DATA: u64 = 8 * 1024 * 1024;
 /// Concurrent bidirectional streams the peer may open.
 const MAX_STREAMS_BIDI: u64 = 1000;
+/// The server's `active_connection_id_limit`. quiche keeps every path a
+/// peer has used and caps them at this limit (a bound against peers that
+/// rotate ports), so a client behind a NAT can be rebound this many times
+/// minus one per connection; quiche's default of 2 allows one rebinding.
+pub const SERVER_PATHS: u64 = 8;
 
 /// Whether `SSLKEYLOGFILE` asks for TLS key logging.
 pub fn keylog_requested() -> bool {
@@ -58,6 +63,7 @@ pub fn server_config(t: &TransportArgs, cert: &Path, key: &Path) -> Result<quich
         .load_priv_key_from_pem_file(&key_s)
         .map_err(|_| format!("cannot load private key from {key_s}"))?;
     configure(&mut config, t)?;
+    config.set_active_connection_id_limit(SERVER_PATHS);
     Ok(config)
 }
 

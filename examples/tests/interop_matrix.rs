@@ -3,7 +3,8 @@
 //! our endpoint (`docker/run_endpoint.sh`, coding on) against itself and
 //! against ngtcp2 in both roles, over the runner's link shapes. Every cell
 //! must succeed: files byte for byte, and the handshakes, Retry and 0-RTT
-//! packets the relay saw on the wire.
+//! packets the relay saw on the wire, the server following a NAT
+//! rebinding and keeping to the anti-amplification limit.
 
 use std::path::Path;
 
@@ -22,6 +23,9 @@ const CASES: &[&str] = &[
     "http3",
     "multiplexing",
     "transferloss",
+    "transfercorruption",
+    "rebind-port",
+    "amplificationlimit",
 ];
 
 #[test]
@@ -37,14 +41,22 @@ fn quick_matrix_ours_and_ngtcp2() {
     let cert_dir = s.path("certs");
     certs(&cert_dir);
     std::fs::copy(cert_dir.join("key.pem"), cert_dir.join("priv.key")).unwrap();
+    let chain_dir = s.path("certs-chain9");
+    quic_nc_examples::certs::generate_chain(&chain_dir, 9).unwrap();
+    std::fs::copy(chain_dir.join("key.pem"), chain_dir.join("priv.key")).unwrap();
     let mut failures = Vec::new();
     for (c, sv) in [(&ours, &ours), (&ours, &ngtcp2), (&ngtcp2, &ours)] {
         for name in CASES {
             let case = find(name).unwrap();
             let setup = Setup {
                 dir: s.path(&format!("{}_{}/{name}", sv.name, c.name)),
-                certs: &cert_dir,
+                certs: if case.chain > 1 {
+                    &chain_dir
+                } else {
+                    &cert_dir
+                },
                 seed: 1,
+                cross: None,
             };
             let r = run(&case, c, sv, &setup);
             eprintln!(
@@ -73,6 +85,7 @@ fn unsupported_case_and_missing_peer_are_reported_as_such() {
         dir: s.path(d),
         certs: &cert_dir,
         seed: 1,
+        cross: None,
     };
     // keyupdate: quiche cannot initiate one, so our client exits 127.
     let r = run(&find("keyupdate").unwrap(), &ours, &ours, &setup("ku"));

@@ -35,9 +35,17 @@ usage: linkem --upstream ADDR [--upstream ADDR2 ...] [options]
                          rate), 64p, 100kB, unlimited
   --buffer-up/--buffer-down B
   --loss L               loss model both ways (default none):
-                           none | all | bernoulli:P | ge:p,r[,loss_good,loss_bad]
-                           | schedule:FROM-TO=MODEL;...[;hold|;repeat]
+                           none | all | bernoulli:P | droprate:P,N (at most N in a row)
+                           | ge:p,r[,loss_good,loss_bad] | schedule:FROM-TO=MODEL;...[;hold|;repeat]
   --loss-up/--loss-down L
+  --corrupt L            corrupt delivered packets chosen by loss model L (same syntax):
+                         one of the first 50 bytes gets a different random value
+                         (Version Negotiation packets are spared)
+  --corrupt-up/--corrupt-down L
+  --drop-up/--drop-down LIST   drop packets by position, 1-based, e.g. 2-7,10
+  --rebind-port FIRST,EVERY    NAT rebinding: the clients' packets leave from a new
+                         port at FIRST and every EVERY after (e.g. 1s,5s)
+  --rebind-addr FIRST,EVERY    the same with a new address too (127.0.0.2, ...; IPv4)
   --loss-position P      before|after the bottleneck queue (default after)
   --seed N               PRNG seed (default 1)
   --stats FILE           write counters as JSON here on exit and on SIGUSR1
@@ -99,6 +107,40 @@ impl<T: Clone> Pair<T> {
     }
 }
 
+/// Parses a list of 1-based packet positions: `2-7,10`.
+fn parse_positions(v: &str) -> Result<Vec<u64>, String> {
+    const MAX: u64 = 100_000;
+    let num = |t: &str| -> Result<u64, String> {
+        t.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| (1..=MAX).contains(n))
+            .ok_or_else(|| format!("'{t}' is not a packet position in 1..={MAX}"))
+    };
+    let mut out = Vec::new();
+    for part in v.split(',').filter(|p| !p.trim().is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if b < a {
+                    return Err(format!("range '{part}' is empty"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(num(part)?),
+        }
+        if out.len() > MAX as usize {
+            return Err("too many positions".into());
+        }
+    }
+    if out.is_empty() {
+        return Err("empty list of positions".into());
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
 /// Parses `linkem`'s arguments (without the program name).
 pub fn parse_linkem_args<I: IntoIterator<Item = String>>(args: I) -> Result<LinkemCommand, String> {
     let mut listen: SocketAddr = "127.0.0.1:0".parse().expect("literal");
@@ -107,6 +149,9 @@ pub fn parse_linkem_args<I: IntoIterator<Item = String>>(args: I) -> Result<Link
     let mut delay: Pair<Duration> = Pair::default();
     let mut buffer: Pair<BufferSpec> = Pair::default();
     let mut loss: Pair<LossSchedule> = Pair::default();
+    let mut corrupt: Pair<LossSchedule> = Pair::default();
+    let mut drops: Pair<Vec<u64>> = Pair::default();
+    let mut rebind: Option<crate::relay::Rebind> = None;
     let mut trace: Pair<PathBuf> = Pair::default();
     let mut trace_offset = Duration::ZERO;
     let mut position = LossPosition::default();
@@ -158,6 +203,21 @@ pub fn parse_linkem_args<I: IntoIterator<Item = String>>(args: I) -> Result<Link
             "--loss" => loss.both = Some(LossSchedule::parse(v).map_err(ctx)?),
             "--loss-up" => loss.up = Some(LossSchedule::parse(v).map_err(ctx)?),
             "--loss-down" => loss.down = Some(LossSchedule::parse(v).map_err(ctx)?),
+            "--corrupt" => corrupt.both = Some(LossSchedule::parse(v).map_err(ctx)?),
+            "--corrupt-up" => corrupt.up = Some(LossSchedule::parse(v).map_err(ctx)?),
+            "--corrupt-down" => corrupt.down = Some(LossSchedule::parse(v).map_err(ctx)?),
+            "--drop-up" => drops.up = Some(parse_positions(v).map_err(ctx)?),
+            "--drop-down" => drops.down = Some(parse_positions(v).map_err(ctx)?),
+            "--rebind-port" | "--rebind-addr" => {
+                let (first, every) = v
+                    .split_once(',')
+                    .ok_or_else(|| ctx(format!("'{v}' must look like FIRST,EVERY (e.g. 1s,5s)")))?;
+                rebind = Some(crate::relay::Rebind {
+                    first: parse_duration(first).map_err(ctx)?,
+                    every: parse_duration(every).map_err(ctx)?,
+                    addr: name == "--rebind-addr",
+                })
+            }
             "--trace" => trace.both = Some(PathBuf::from(v)),
             "--trace-up" => trace.up = Some(PathBuf::from(v)),
             "--trace-down" => trace.down = Some(PathBuf::from(v)),
@@ -242,6 +302,13 @@ pub fn parse_linkem_args<I: IntoIterator<Item = String>>(args: I) -> Result<Link
             loss: loss.get(up).unwrap_or_else(LossSchedule::none),
             loss_position: position,
             trace: tr,
+            corrupt: corrupt.get(up).unwrap_or_else(LossSchedule::none),
+            drop_list: if up {
+                drops.up.clone()
+            } else {
+                drops.down.clone()
+            }
+            .unwrap_or_default(),
         };
         c.validate()
             .map_err(|e| format!("{} link: {e}", if up { "up" } else { "down" }))?;
@@ -255,6 +322,7 @@ pub fn parse_linkem_args<I: IntoIterator<Item = String>>(args: I) -> Result<Link
     relay.spin_window = spin;
     relay.max_clients = max_clients;
     relay.realtime = realtime;
+    relay.rebind = rebind;
     Ok(LinkemCommand::Run(Box::new(LinkemOptions {
         relay,
         stats,
@@ -276,6 +344,34 @@ mod tests {
         match parse_linkem_args(s.split_whitespace().map(String::from))? {
             LinkemCommand::Run(o) => Ok(*o),
             LinkemCommand::Help => Err("help".into()),
+        }
+    }
+
+    #[test]
+    fn corruption_drop_lists_and_rebinding() {
+        let o = parse(
+            "--upstream 127.0.0.1:1 --corrupt droprate:30%,3 --drop-up 2-4,7 --rebind-addr 1s,5s",
+        )
+        .unwrap();
+        let c = LossModel::DropRate { p: 0.3, burst: 3 };
+        assert_eq!(o.relay.up.corrupt, LossSchedule::constant(c));
+        assert_eq!(o.relay.down.corrupt, LossSchedule::constant(c));
+        assert_eq!(o.relay.up.drop_list, [2, 3, 4, 7]);
+        assert!(o.relay.down.drop_list.is_empty());
+        let r = o.relay.rebind.unwrap();
+        assert_eq!(r.first, Duration::from_secs(1));
+        assert_eq!(r.every, Duration::from_secs(5));
+        assert!(r.addr);
+        let o = parse("--upstream 127.0.0.1:1 --rebind-port 500ms,2s").unwrap();
+        assert!(!o.relay.rebind.unwrap().addr);
+        for bad in [
+            "--upstream 127.0.0.1:1 --drop-up 0",
+            "--upstream 127.0.0.1:1 --drop-up 5-2",
+            "--upstream 127.0.0.1:1 --drop-up x",
+            "--upstream 127.0.0.1:1 --rebind-port 1s",
+            "--upstream 127.0.0.1:1 --corrupt droprate:0.3",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
         }
     }
 

@@ -84,6 +84,17 @@ pub struct LinkConfig {
     /// Capacity from a trace instead of `rate_bps` (which must then be `None`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceConfig>,
+    /// Which delivered packets are corrupted (a loss-model schedule read as
+    /// "corrupt this one"): one byte among the first 50 of the datagram is
+    /// replaced by a different random value, as the interop runner's
+    /// `corrupt-rate` scenario does. Version Negotiation packets are spared.
+    #[serde(default = "LossSchedule::none")]
+    pub corrupt: LossSchedule,
+    /// Packets dropped by their position (1-based, counting every packet
+    /// offered to the link), as the runner's `droplist` scenario does.
+    /// Counted as lost.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drop_list: Vec<u64>,
 }
 
 impl Default for LinkConfig {
@@ -95,6 +106,8 @@ impl Default for LinkConfig {
             loss: LossSchedule::none(),
             loss_position: LossPosition::default(),
             trace: None,
+            corrupt: LossSchedule::none(),
+            drop_list: Vec::new(),
         }
     }
 }
@@ -118,6 +131,12 @@ impl LinkConfig {
             }
             _ => {}
         }
+        if self.drop_list.contains(&0) {
+            return Err("drop list positions start at 1".into());
+        }
+        self.corrupt
+            .validate()
+            .map_err(|e| format!("corruption: {e}"))?;
         self.loss.validate()
     }
 }
@@ -169,6 +188,9 @@ pub struct LinkStats {
     /// The same, maximum.
     #[serde(default)]
     pub sojourn_max_us: u64,
+    /// Delivered packets whose bytes were corrupted (see [`LinkConfig::corrupt`]).
+    #[serde(default)]
+    pub corrupted_packets: u64,
     /// With a trace: the capacity it offered since the start, in bytes
     /// (opportunities × 1500), so utilisation = forwarded / offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -181,6 +203,10 @@ pub struct Link {
     cfg: LinkConfig,
     rng: Rng,
     loss_state: LossState,
+    /// Corruption decisions and byte values have their own generator, so
+    /// that turning corruption on does not change the loss pattern.
+    corrupt_rng: Rng,
+    corrupt_state: LossState,
     start: Instant,
     last_now: Instant,
     busy_until: Instant,
@@ -197,11 +223,14 @@ impl Link {
     /// The same `cfg`, `seed` and packet sequence always give the same verdicts.
     pub fn new(cfg: LinkConfig, seed: u64, start: Instant) -> Self {
         let loss_state = LossState::new(&cfg.loss);
+        let corrupt_state = LossState::new(&cfg.corrupt);
         let trace = cfg.trace.as_ref().map(TraceService::new);
         Link {
             cfg,
             rng: Rng::new(seed),
             loss_state,
+            corrupt_rng: Rng::new(crate::rng::derive_seed(seed, 0xC0)),
+            corrupt_state,
             start,
             last_now: start,
             busy_until: start,
@@ -271,6 +300,35 @@ impl Link {
         self.loss_state.lose(&self.cfg.loss, t, &mut self.rng)
     }
 
+    /// Decides whether a packet delivered at `now` is corrupted and, if so,
+    /// replaces one of its first 50 bytes by a different random value.
+    /// Call it for delivered packets only. Version Negotiation packets (long
+    /// header, version 0) are never corrupted and end a run of corruptions.
+    pub fn corrupt(&mut self, now: Instant, data: &mut [u8]) -> bool {
+        if data.is_empty() || self.cfg.corrupt.is_lossless() {
+            return false;
+        }
+        let is_vn = data[0] & 0x80 != 0 && data.get(1..5) == Some(&[0u8; 4][..]);
+        if is_vn {
+            self.corrupt_state = LossState::new(&self.cfg.corrupt);
+            return false;
+        }
+        let t = now.saturating_duration_since(self.start);
+        if !self
+            .corrupt_state
+            .lose(&self.cfg.corrupt, t, &mut self.corrupt_rng)
+        {
+            return false;
+        }
+        let span = data.len().min(51) as u64;
+        let pos = (self.corrupt_rng.next_u64() % span) as usize;
+        // A uniformly chosen different value: old + 1..=255 (mod 256).
+        let delta = 1 + (self.corrupt_rng.next_u64() % 255) as u8;
+        data[pos] = data[pos].wrapping_add(delta);
+        self.stats.corrupted_packets += 1;
+        true
+    }
+
     /// Offers a packet of `len` bytes arriving at `now`. Times earlier than a
     /// previous call's `now` are treated as equal to it.
     pub fn on_packet(&mut self, now: Instant, len: usize) -> Verdict {
@@ -280,6 +338,12 @@ impl Link {
         self.stats.arrived_packets += 1;
         self.stats.arrived_bytes += lenb;
         self.drain(now);
+
+        if self.cfg.drop_list.contains(&self.stats.arrived_packets) {
+            self.stats.lost_packets += 1;
+            self.stats.lost_bytes += lenb;
+            return Verdict::Lost;
+        }
 
         if self.cfg.loss_position == LossPosition::BeforeQueue && self.lose(now) {
             self.stats.lost_packets += 1;
@@ -836,5 +900,65 @@ mod tests {
                 assert!(Histogram::low(i + 1) > us, "{us}");
             }
         }
+    }
+
+    #[test]
+    fn corruption_changes_one_early_byte_and_spares_version_negotiation() {
+        let t0 = Instant::now();
+        let c = LinkConfig {
+            corrupt: LossSchedule::parse("droprate:0.3,3").unwrap(),
+            ..Default::default()
+        };
+        let mut l = Link::new(c, 5, t0);
+        let orig: Vec<u8> = (0..1200u32).map(|i| (i % 251) as u8 | 0x40).collect();
+        let n = 20_000;
+        let mut hit = 0;
+        for _ in 0..n {
+            let mut d = orig.clone();
+            if l.corrupt(t0, &mut d) {
+                hit += 1;
+                let diff: Vec<usize> = (0..d.len()).filter(|&i| d[i] != orig[i]).collect();
+                assert_eq!(diff.len(), 1);
+                assert!(diff[0] <= 50);
+            } else {
+                assert_eq!(d, orig);
+            }
+        }
+        let rate = hit as f64 / n as f64;
+        assert!((rate - 0.294).abs() < 0.015, "{rate}");
+        assert_eq!(l.stats().corrupted_packets, hit);
+        // Version Negotiation: long header, version 0.
+        let mut vn = vec![0x80u8, 0, 0, 0, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8];
+        let before = vn.clone();
+        for _ in 0..100 {
+            assert!(!l.corrupt(t0, &mut vn));
+        }
+        assert_eq!(vn, before);
+        // Off by default.
+        let mut plain = Link::new(LinkConfig::default(), 5, t0);
+        let mut d = orig.clone();
+        assert!(!plain.corrupt(t0, &mut d));
+    }
+
+    #[test]
+    fn drop_list_drops_by_position() {
+        let t0 = Instant::now();
+        let mut l = Link::new(
+            LinkConfig {
+                drop_list: vec![2, 3, 7],
+                ..Default::default()
+            },
+            1,
+            t0,
+        );
+        let which: Vec<usize> = (1..=10usize)
+            .filter(|_| l.on_packet(t0, 100) == Verdict::Lost)
+            .collect();
+        assert_eq!(which, [2, 3, 7]);
+        let bad = LinkConfig {
+            drop_list: vec![0],
+            ..Default::default()
+        };
+        assert!(bad.validate().is_err());
     }
 }

@@ -3,6 +3,9 @@
 //! Text syntax (used by `linkem --loss`), see [`LossSchedule::parse`]:
 //!
 //! * `none`, `all` (100 % loss), `bernoulli:P` (P as `0.05` or `5%`)
+//! * `droprate:P,N` — independent loss with probability P, but never more
+//!   than N packets in a row (the quic-network-simulator's `drop-rate` and
+//!   `corrupt-rate` scenarios)
 //! * `ge:p,r[,loss_good,loss_bad]` — Gilbert–Elliott; defaults
 //!   `loss_good = 0`, `loss_bad = 1` (the simple Gilbert model)
 //! * `schedule:FROM-TO=MODEL;FROM-TO=MODEL;...[;hold|;repeat]`, e.g.
@@ -29,6 +32,15 @@ pub enum LossModel {
         /// Loss probability.
         p: f64,
     },
+    /// Independent loss with probability `p`, except that after `burst`
+    /// losses in a row the next packet always passes (the interop runner's
+    /// `drop-rate` scenario). Mean rate slightly below `p`.
+    DropRate {
+        /// Loss probability.
+        p: f64,
+        /// Longest run of losses (at least 1).
+        burst: u32,
+    },
     /// Two-state Gilbert–Elliott chain evaluated per packet: the packet is
     /// lost with the current state's loss probability, then the state moves
     /// good→bad with probability `p` or bad→good with probability `r`.
@@ -51,6 +63,18 @@ impl LossModel {
         match *self {
             LossModel::None => 0.0,
             LossModel::Bernoulli { p } => p,
+            LossModel::DropRate { p, burst } => {
+                // Markov chain on the current run length k = 0..=burst:
+                // pi_k = pi_0 p^k, and a packet is lost from k < burst with
+                // probability p, so rate = L / (1 + L), L = p + ... + p^burst.
+                let b = burst as i32;
+                let l = if p >= 1.0 {
+                    b as f64
+                } else {
+                    p * (1.0 - p.powi(b)) / (1.0 - p)
+                };
+                l / (1.0 + l)
+            }
             LossModel::GilbertElliott {
                 p,
                 r,
@@ -71,6 +95,12 @@ impl LossModel {
         let probs: Vec<(&str, f64)> = match *self {
             LossModel::None => vec![],
             LossModel::Bernoulli { p } => vec![("p", p)],
+            LossModel::DropRate { p, burst } => {
+                if burst == 0 {
+                    return Err("droprate burst must be at least 1".into());
+                }
+                vec![("p", p)]
+            }
             LossModel::GilbertElliott {
                 p,
                 r,
@@ -103,6 +133,18 @@ impl LossModel {
             "bernoulli" | "b" => LossModel::Bernoulli {
                 p: parse_prob(args)?,
             },
+            "droprate" | "drop-rate" => {
+                let (p, n) = args
+                    .split_once(',')
+                    .ok_or_else(|| format!("'{s}': droprate needs droprate:P,BURST"))?;
+                LossModel::DropRate {
+                    p: parse_prob(p)?,
+                    burst: n
+                        .trim()
+                        .parse()
+                        .map_err(|_| format!("'{s}': burst '{n}' is not a whole number"))?,
+                }
+            }
             "ge" | "gilbert" | "gilbert-elliott" => {
                 let v = args
                     .split(',')
@@ -130,7 +172,7 @@ impl LossModel {
             }
             _ => {
                 return Err(format!(
-                    "unknown loss model '{s}' (none, all, bernoulli:P, ge:p,r,lg,lb, schedule:...)"
+                    "unknown loss model '{s}' (none, all, bernoulli:P, droprate:P,N, ge:p,r,lg,lb, schedule:...)"
                 ))
             }
         };
@@ -290,10 +332,12 @@ impl LossSchedule {
     }
 }
 
-/// Mutable state of a schedule's models (the Gilbert–Elliott states).
+/// Mutable state of a schedule's models (Gilbert–Elliott states, runs of
+/// losses).
 #[derive(Clone, Debug)]
 pub struct LossState {
     bad: Vec<bool>,
+    run: Vec<u32>,
 }
 
 impl LossState {
@@ -301,6 +345,7 @@ impl LossState {
     pub fn new(sched: &LossSchedule) -> Self {
         LossState {
             bad: vec![false; sched.segments.len()],
+            run: vec![0; sched.segments.len()],
         }
     }
 
@@ -312,6 +357,16 @@ impl LossState {
         match sched.segments[i].model {
             LossModel::None => false,
             LossModel::Bernoulli { p } => rng.chance(p),
+            LossModel::DropRate { p, burst } => {
+                let Some(run) = self.run.get_mut(i) else {
+                    return false;
+                };
+                // One draw per packet, also for a forced pass, so that the
+                // pattern does not depend on where runs are cut.
+                let lost = rng.chance(p) && *run < burst;
+                *run = if lost { *run + 1 } else { 0 };
+                lost
+            }
             LossModel::GilbertElliott {
                 p,
                 r,
@@ -374,9 +429,42 @@ mod tests {
             "ge:0.1,2",
             "weird:1",
             "bernoulli",
+            "droprate:0.3",
+            "droprate:0.3,0",
+            "droprate:0.3,x",
         ] {
             assert!(LossModel::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn droprate_caps_runs_and_keeps_its_mean() {
+        assert_eq!(
+            LossModel::parse("droprate:30%,3"),
+            Ok(LossModel::DropRate { p: 0.3, burst: 3 })
+        );
+        let sched = LossSchedule::parse("droprate:0.3,3").unwrap();
+        let mut st = LossState::new(&sched);
+        let mut rng = Rng::new(2);
+        let (mut run, mut longest, mut lost) = (0, 0, 0);
+        let n = 200_000;
+        for _ in 0..n {
+            if st.lose(&sched, Duration::ZERO, &mut rng) {
+                lost += 1;
+                run += 1;
+                longest = longest.max(run);
+            } else {
+                run = 0;
+            }
+        }
+        assert_eq!(longest, 3);
+        let rate = lost as f64 / n as f64;
+        let m = sched.segments[0].model.mean_loss();
+        assert!((rate - m).abs() < 0.005, "measured {rate}, model {m}");
+        assert!(m < 0.3 && m > 0.29, "{m}");
+        // A burst of 1 never loses two in a row; p = 1 alternates.
+        let all = LossModel::DropRate { p: 1.0, burst: 1 };
+        assert!((all.mean_loss() - 0.5).abs() < 1e-12);
     }
 
     #[test]

@@ -32,7 +32,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -56,6 +56,53 @@ pub const MAX_CLIENTS: usize = 64;
 
 /// Receive timeout used so that threads notice [`RelayHandle::stop`].
 const POLL: Duration = Duration::from_millis(20);
+
+/// How many datagrams of the first client's flow [`Stats::server_view`]
+/// records.
+pub const SERVER_VIEW_LEN: usize = 256;
+
+/// NAT rebinding of every client's upstream socket (the interop runner's
+/// `rebind` scenario): at `first` and then every `every`, each client's
+/// packets leave from a new source port (and, with `addr`, a new IPv4
+/// loopback address 127.0.0.2, .3, ...). Server packets to a previous
+/// binding are dropped, as a NAT that forgot the mapping would.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rebind {
+    /// Time of the first rebinding (since the relay started).
+    pub first: Duration,
+    /// Interval between rebindings (at least 100 ms).
+    pub every: Duration,
+    /// Change the source address as well as the port (IPv4 only).
+    pub addr: bool,
+}
+
+/// One datagram as the (first) server saw it: client datagrams when they
+/// are delivered, server datagrams when they are sent. Enough to check the
+/// anti-amplification limit as the interop runner does.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerSeen {
+    /// Sent by the client (else by the server).
+    pub from_client: bool,
+    /// UDP payload bytes.
+    pub len: usize,
+    /// Holds an Initial packet.
+    pub initial: bool,
+    /// Holds a Handshake packet.
+    pub handshake: bool,
+}
+
+impl ServerSeen {
+    fn new(from_client: bool, data: &[u8]) -> Self {
+        let mut w = crate::wire::WireTally::default();
+        w.observe(data);
+        ServerSeen {
+            from_client,
+            len: data.len(),
+            initial: w.initial > 0,
+            handshake: w.handshake > 0,
+        }
+    }
+}
 
 /// Direction of travel through the relay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +150,8 @@ pub struct RelayConfig {
     /// explicit spin window with it: a real-time thread that spins keeps
     /// other processes off its core.
     pub realtime: bool,
+    /// NAT rebinding of the clients' upstream sockets (default none).
+    pub rebind: Option<Rebind>,
 }
 
 impl RelayConfig {
@@ -118,6 +167,7 @@ impl RelayConfig {
             spin_window: None,
             max_clients: 1,
             realtime: true,
+            rebind: None,
         }
     }
 
@@ -155,6 +205,16 @@ pub struct ClientStats {
     pub down_sent_packets: u64,
     /// Server → client bytes handed to the kernel.
     pub down_sent_bytes: u64,
+    /// NAT rebindings of this client's upstream socket.
+    #[serde(default)]
+    pub rebinds: u64,
+    /// Upstream bindings (source address and port) on which the server sent
+    /// this client packets: more than one shows that it followed a rebinding.
+    #[serde(default)]
+    pub answered_bindings: u64,
+    /// Server datagrams to a previous binding, dropped.
+    #[serde(default)]
+    pub stale_packets: u64,
 }
 
 /// Counters of one direction of a relay.
@@ -215,6 +275,10 @@ pub struct Stats {
     /// Configuration of the server → client link.
     #[serde(default)]
     pub down_config: Option<LinkConfig>,
+    /// The first client's first [`SERVER_VIEW_LEN`] datagrams as its server
+    /// saw them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_view: Vec<ServerSeen>,
 }
 
 impl Stats {
@@ -288,7 +352,9 @@ impl Dir {
             }
             let was_empty = self.queue.is_empty();
             self.pending_bytes += data.len();
-            self.queue.push_back((at, data.to_vec(), peer));
+            let mut d = data.to_vec();
+            self.link.corrupt(now, &mut d);
+            self.queue.push_back((at, d, peer));
             return (was_empty, v);
         }
         (false, v)
@@ -321,6 +387,9 @@ struct Inner {
     up: Dir,
     down: Dir,
     clients: Vec<Peer>,
+    /// Bumped whenever a client's upstream socket changes.
+    generation: u64,
+    server_view: Vec<ServerSeen>,
     /// Upstream socket created at start for the first client.
     spare: Option<Arc<UdpSocket>>,
     ignored: u64,
@@ -340,6 +409,7 @@ struct Shared {
     max_pending: usize,
     max_clients: usize,
     realtime: bool,
+    rebind: Option<Rebind>,
     /// Set by the sender thread once it runs with real-time priority.
     realtime_ok: AtomicBool,
     /// Receiver threads of the upstream sockets.
@@ -374,6 +444,7 @@ impl Shared {
             down: g.down.stats(),
             up_config: Some(g.up.link.config().clone()),
             down_config: Some(g.down.link.config().clone()),
+            server_view: g.server_view.clone(),
         }
     }
 }
@@ -398,9 +469,23 @@ impl Relay {
                 format!("max_clients must be in 1..={MAX_CLIENTS}"),
             ));
         }
+        if let Some(r) = cfg.rebind {
+            if r.every < Duration::from_millis(100) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "rebinding interval must be at least 100 ms",
+                ));
+            }
+            if r.addr && !first.ip().is_loopback() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "address rebinding needs a loopback upstream",
+                ));
+            }
+        }
         let client_sock = UdpSocket::bind(cfg.listen)?;
         prepare(&client_sock)?;
-        let up_sock = Arc::new(upstream_socket(first)?);
+        let up_sock = Arc::new(upstream_socket(first, None)?);
         let listen = client_sock.local_addr()?;
         let start = Instant::now();
         let shared = Arc::new(Shared {
@@ -416,6 +501,8 @@ impl Relay {
                     start,
                 )),
                 clients: Vec::new(),
+                generation: 0,
+                server_view: Vec::new(),
                 spare: Some(up_sock.clone()),
                 ignored: 0,
             }),
@@ -430,6 +517,7 @@ impl Relay {
             max_pending: cfg.max_pending_bytes,
             max_clients: cfg.max_clients,
             realtime: cfg.realtime,
+            rebind: cfg.rebind,
             realtime_ok: AtomicBool::new(false),
             threads: Mutex::new(Vec::new()),
         });
@@ -463,14 +551,15 @@ fn prepare(s: &UdpSocket) -> io::Result<()> {
     s.set_read_timeout(Some(POLL))
 }
 
-/// A new socket connected to the server.
-fn upstream_socket(upstream: SocketAddr) -> io::Result<UdpSocket> {
-    let any: SocketAddr = if upstream.is_ipv4() {
-        "0.0.0.0:0".parse().expect("literal")
+/// A new socket connected to the server, bound to `from` (any address if
+/// `None`) and a free port.
+fn upstream_socket(upstream: SocketAddr, from: Option<IpAddr>) -> io::Result<UdpSocket> {
+    let any: IpAddr = if upstream.is_ipv4() {
+        Ipv4Addr::UNSPECIFIED.into()
     } else {
-        "[::]:0".parse().expect("literal")
+        std::net::Ipv6Addr::UNSPECIFIED.into()
     };
-    let s = UdpSocket::bind(any)?;
+    let s = UdpSocket::bind(SocketAddr::new(from.unwrap_or(any), 0))?;
     s.connect(upstream)?;
     prepare(&s)?;
     Ok(s)
@@ -479,7 +568,7 @@ fn upstream_socket(upstream: SocketAddr) -> io::Result<UdpSocket> {
 fn spawn_server_rx(sh: &Arc<Shared>, sock: Arc<UdpSocket>, peer: usize) -> io::Result<()> {
     let sh2 = sh.clone();
     let t = spawn_named(&format!("linkem-rx-srv{peer}"), move || {
-        rx_server_loop(&sh2, &sock, peer)
+        rx_server_loop(&sh2, sock, peer)
     })?;
     sh.threads.lock().unwrap_or_else(|e| e.into_inner()).push(t);
     Ok(())
@@ -543,7 +632,16 @@ fn rx_client_loop(sh: &Arc<Shared>, sock: &UdpSocket) {
     }
     let mut buf = vec![0u8; 65536];
     let mut clock = crate::rxstamp::StampClock::new();
+    let mut next_rebind = sh.rebind.map(|r| sh.start + r.first);
+    let mut rebinds = 0u32;
     while !sh.stop.load(Ordering::Relaxed) {
+        if let (Some(at), Some(r)) = (next_rebind, sh.rebind) {
+            if Instant::now() >= at {
+                rebinds += 1;
+                rebind_all(sh, r, rebinds);
+                next_rebind = Some(at + r.every);
+            }
+        }
         let Some((n, from, now)) = recv(sock, &mut buf, &mut clock) else {
             continue;
         };
@@ -556,7 +654,7 @@ fn rx_client_loop(sh: &Arc<Shared>, sock: &UdpSocket) {
                 let target = upstream_of(&sh.upstreams, i).unwrap_or(sh.listen);
                 let upstream = match g.spare.take() {
                     Some(s) => Ok(s),
-                    None => upstream_socket(target).map(Arc::new).and_then(|s| {
+                    None => upstream_socket(target, None).map(Arc::new).and_then(|s| {
                         spawn_server_rx(sh, s.clone(), i)?;
                         Ok(s)
                     }),
@@ -594,20 +692,72 @@ fn rx_client_loop(sh: &Arc<Shared>, sock: &UdpSocket) {
     }
 }
 
-fn rx_server_loop(sh: &Shared, sock: &UdpSocket, peer: usize) {
+/// Moves every client to a new upstream socket (the `n`-th rebinding).
+fn rebind_all(sh: &Arc<Shared>, r: Rebind, n: u32) {
+    let mut g = sh.lock();
+    for i in 0..g.clients.len() {
+        let target = upstream_of(&sh.upstreams, i).unwrap_or(sh.listen);
+        // 127.0.0.2, .3, ... (the whole 127/8 is loopback on Linux).
+        let from = (r.addr && target.is_ipv4()).then(|| {
+            IpAddr::V4(Ipv4Addr::new(
+                127,
+                0,
+                (1 + n / 250) as u8,
+                (1 + n % 250) as u8,
+            ))
+        });
+        let Ok(s) = upstream_socket(target, from).map(Arc::new) else {
+            continue;
+        };
+        if spawn_server_rx(sh, s.clone(), i).is_err() {
+            continue;
+        }
+        let p = &mut g.clients[i];
+        p.upstream = s;
+        p.stats.rebinds += 1;
+    }
+    g.generation += 1;
+}
+
+fn rx_server_loop(sh: &Shared, sock: Arc<UdpSocket>, peer: usize) {
     if sh.realtime {
         make_realtime();
     }
     let mut buf = vec![0u8; 65536];
     let mut clock = crate::rxstamp::StampClock::new();
+    let mut answered = false;
+    // Whether this socket is (still) the client's binding; before the
+    // first client arrives, the spare socket is.
+    let current = |g: &Inner| {
+        g.clients
+            .get(peer)
+            .is_none_or(|p| Arc::ptr_eq(&p.upstream, &sock))
+    };
     while !sh.stop.load(Ordering::Relaxed) {
-        let Some((n, _, now)) = recv(sock, &mut buf, &mut clock) else {
+        let got = recv(&sock, &mut buf, &mut clock);
+        let mut g = sh.lock();
+        if !current(&g) {
+            // Rebound: the NAT forgot this mapping. Drop what arrives and
+            // close the socket.
+            if let (Some(p), Some(_)) = (g.clients.get_mut(peer), got) {
+                p.stats.stale_packets += 1;
+            }
+            return;
+        }
+        let Some((n, _, now)) = got else {
             continue;
         };
-        let mut g = sh.lock();
+        if peer == 0 && g.server_view.len() < SERVER_VIEW_LEN {
+            let seen = ServerSeen::new(false, &buf[..n]);
+            g.server_view.push(seen);
+        }
         let (woke, v) = g.down.offer(now, &buf[..n], peer, sh.max_pending);
         if let Some(p) = g.clients.get_mut(peer) {
             p.count(Direction::Down, &v);
+            if !answered {
+                answered = true;
+                p.stats.answered_bindings += 1;
+            }
         }
         drop(g);
         if woke {
@@ -641,8 +791,11 @@ fn tx_loop(sh: &Shared, client_sock: &UdpSocket) {
         .spin_window
         .unwrap_or(if rt { Duration::ZERO } else { SPIN_WINDOW });
     let mut due: Vec<(Direction, Vec<u8>, usize)> = Vec::new();
-    // (client address, upstream socket) per client index; clients only grow.
+    // (client address, upstream socket) per client index; clients only
+    // grow, sockets change on rebinding (generation).
     let mut peers: Vec<(SocketAddr, Arc<UdpSocket>)> = Vec::new();
+    let mut generation = 0u64;
+    let mut up_seen = 0usize;
     let mut g = sh.lock();
     loop {
         if sh.stop.load(Ordering::Relaxed) {
@@ -695,7 +848,8 @@ fn tx_loop(sh: &Shared, client_sock: &UdpSocket) {
                         }
                     }
                 }
-                if peers.len() != inner.clients.len() {
+                if peers.len() != inner.clients.len() || generation != inner.generation {
+                    generation = inner.generation;
                     peers = inner
                         .clients
                         .iter()
@@ -710,11 +864,22 @@ fn tx_loop(sh: &Shared, client_sock: &UdpSocket) {
                         (Direction::Down, Some((addr, _))) => client_sock.send_to(&data, *addr),
                         (_, None) => Err(io::ErrorKind::NotConnected.into()),
                     };
-                    res.push((dir, r.is_ok(), data.len(), peer));
+                    let seen = (r.is_ok()
+                        && dir == Direction::Up
+                        && peer == 0
+                        && up_seen < SERVER_VIEW_LEN)
+                        .then(|| ServerSeen::new(true, &data));
+                    up_seen += usize::from(seen.is_some());
+                    res.push((dir, r.is_ok(), data.len(), peer, seen));
                 }
                 g = sh.lock();
-                for (dir, ok, len, peer) in res {
+                for (dir, ok, len, peer, seen) in res {
                     let inner = &mut *g;
+                    if let Some(seen) = seen {
+                        if inner.server_view.len() < SERVER_VIEW_LEN {
+                            inner.server_view.push(seen);
+                        }
+                    }
                     let d = if dir == Direction::Up {
                         &mut inner.up
                     } else {

@@ -373,3 +373,80 @@ fn several_upstreams_one_shared_bottleneck() {
         assert!(p0.down_queue_drop_packets > 0 && p1.down_queue_drop_packets > 0);
     }
 }
+
+#[test]
+fn rebinding_moves_the_client_to_new_ports_and_addresses() {
+    for addr in [false, true] {
+        let echo = Echo::start();
+        let mut cfg = RelayConfig::new("127.0.0.1:0".parse().unwrap(), echo.addr);
+        cfg.rebind = Some(interop::relay::Rebind {
+            first: Duration::from_millis(150),
+            every: Duration::from_millis(200),
+            addr,
+        });
+        let relay = Relay::spawn(cfg).unwrap();
+        let c = client();
+        let mut buf = [0u8; 64];
+        let mut i = 0u32;
+        let mut echoed_after_two = 0;
+        let deadline = Instant::now() + WAIT;
+        // Ping until the echo came back on a third binding.
+        while echoed_after_two < 3 {
+            assert!(Instant::now() < deadline, "no echo after rebinding");
+            c.send_to(&i.to_be_bytes(), relay.local_addr()).unwrap();
+            i += 1;
+            if c.recv_from(&mut buf).is_ok() && relay.stats().per_client[0].rebinds >= 2 {
+                echoed_after_two += 1;
+            }
+        }
+        let s = relay.stop();
+        let p = &s.per_client[0];
+        assert!(p.rebinds >= 2, "{p:?}");
+        assert!(p.answered_bindings >= 3, "{p:?}");
+        let peers = echo.peers.lock().unwrap().clone();
+        assert!(peers.len() >= 3, "{peers:?}");
+        let mut ips: Vec<_> = peers.iter().map(|a| a.ip()).collect();
+        ips.dedup();
+        if addr {
+            assert!(ips.len() >= 3, "{peers:?}");
+            assert!(ips.iter().all(|ip| ip.is_loopback()));
+        } else {
+            assert_eq!(ips.len(), 1, "{peers:?}");
+        }
+    }
+}
+
+#[test]
+fn corrupts_one_early_byte_and_records_what_the_server_saw() {
+    let echo = Echo::start();
+    let mut cfg = RelayConfig::new("127.0.0.1:0".parse().unwrap(), echo.addr);
+    cfg.up.corrupt = LossSchedule::constant(LossModel::Bernoulli { p: 1.0 });
+    let relay = Relay::spawn(cfg).unwrap();
+    let c = client();
+    let sent: Vec<u8> = (0..200u32).map(|i| (i * 7 % 256) as u8 | 0x40).collect();
+    let mut buf = [0u8; 2048];
+    for _ in 0..20 {
+        c.send_to(&sent, relay.local_addr()).unwrap();
+        let deadline = Instant::now() + WAIT;
+        let n = loop {
+            if let Ok((n, _)) = c.recv_from(&mut buf) {
+                break n;
+            }
+            assert!(Instant::now() < deadline, "no echo");
+        };
+        assert_eq!(n, sent.len());
+        let diff: Vec<usize> = (0..n).filter(|&k| buf[k] != sent[k]).collect();
+        assert_eq!(diff.len(), 1, "{diff:?}");
+        assert!(diff[0] <= 50);
+    }
+    let s = relay.stop();
+    assert_eq!(s.up.link.corrupted_packets, 20);
+    assert_eq!(s.down.link.corrupted_packets, 0);
+    // Client and server datagrams alternate in what the server saw.
+    assert_eq!(s.server_view.len(), 40);
+    assert!(s
+        .server_view
+        .iter()
+        .enumerate()
+        .all(|(k, v)| v.from_client == (k % 2 == 0) && v.len == 200));
+}

@@ -53,6 +53,8 @@ pub struct Pair {
     /// Server connection.
     pub server: quiche::Connection,
     client_addr: SocketAddr,
+    /// The client's address as the server sees it (a NAT in between).
+    client_seen: SocketAddr,
     server_addr: SocketAddr,
     /// Datagrams sent so far by each side (client, server).
     pub sent: (u64, u64),
@@ -86,6 +88,7 @@ impl Pair {
             client,
             server,
             client_addr,
+            client_seen: client_addr,
             server_addr,
             sent: (0, 0),
         }
@@ -127,7 +130,7 @@ impl Pair {
                     }
                     let info = match side {
                         Side::Client => quiche::RecvInfo {
-                            from: self.client_addr,
+                            from: self.client_seen,
                             to: self.server_addr,
                         },
                         Side::Server => quiche::RecvInfo {
@@ -144,6 +147,12 @@ impl Pair {
                 return moved;
             }
         }
+    }
+
+    /// A NAT rebinding: from now on the server sees the client's packets
+    /// come from `addr`, while the client keeps its own address.
+    pub fn rebind_client(&mut self, addr: SocketAddr) {
+        self.client_seen = addr;
     }
 
     /// Like [`Pair::advance_with`] with no losses.

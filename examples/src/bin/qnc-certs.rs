@@ -5,7 +5,7 @@ use quic_nc_examples::{args::CertsArgs, certs};
 
 fn main() -> std::process::ExitCode {
     let args = CertsArgs::parse();
-    match certs::generate(&args.out) {
+    match certs::generate_chain(&args.out, args.chain.into()) {
         Ok(p) => {
             println!(
                 "wrote {} {} {} {}",

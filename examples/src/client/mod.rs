@@ -261,6 +261,7 @@ impl Client {
                 self.conn.on_timeout();
             }
             self.established |= self.conn.is_established();
+            crate::cids::top_up(&mut self.conn);
             if let Err(e) = self.advance_h3() {
                 self.stop.fatal = Some(e);
                 self.close_now(b"client error");

@@ -254,7 +254,13 @@ impl Server {
     }
 
     fn process_and_send(&mut self) {
-        for c in self.conns.values_mut() {
+        for (key, c) in self.conns.iter_mut() {
+            for id in crate::cids::top_up(&mut c.conn) {
+                self.aliases.insert(id, key.clone());
+            }
+            while let Some(id) = c.conn.retired_scid_next() {
+                self.aliases.remove(id.as_ref());
+            }
             c.process(&self.h3_config, &self.root, &self.pattern);
             drive(c, &self.socket, Instant::now());
         }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use interop::experiment::process::{make_certs, INTERRUPTED};
+use interop::experiment::process::{make_cert_chain, INTERRUPTED};
 use interop::runner::cases::{self, Case, NOT_RUN};
 use interop::runner::cell::{self, Outcome, Setup};
 use interop::runner::endpoints::{self, Implementation};
@@ -63,6 +63,7 @@ fn run(o: &Options) -> Result<bool, String> {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".."));
     let repo = repo.canonicalize().unwrap_or(repo);
     let known = endpoints::all(&repo, &bin);
+    let cross = endpoints::cross_traffic(&known);
     let all_names = known.iter().map(|i| i.name).collect::<Vec<_>>().join(",");
     let clients = endpoints::select(&known, o.clients.as_deref().unwrap_or(&all_names))?;
     let servers = endpoints::select(&known, o.servers.as_deref().unwrap_or(&all_names))?;
@@ -99,10 +100,17 @@ fn run(o: &Options) -> Result<bool, String> {
         .out
         .clone()
         .unwrap_or_else(|| repo.join("results").join(format!("interop-{stamp}")));
-    let certs = out.join("certs");
-    std::fs::create_dir_all(&certs).map_err(|e| format!("{}: {e}", out.display()))?;
-    make_certs(&bin, &certs)?;
-    std::fs::copy(certs.join("key.pem"), certs.join("priv.key")).map_err(|e| e.to_string())?;
+    // One set of certificates per chain length the chosen cases use.
+    let mut chains: Vec<usize> = cases.iter().map(|c| c.chain).collect();
+    chains.push(1);
+    chains.sort_unstable();
+    chains.dedup();
+    for &len in &chains {
+        let dir = certs_dir(&out, len);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        make_cert_chain(&bin, &dir, len)?;
+        std::fs::copy(dir.join("key.pem"), dir.join("priv.key")).map_err(|e| e.to_string())?;
+    }
 
     let start = unix_now();
     let pairs: Vec<(&Implementation, &Implementation)> = clients
@@ -127,7 +135,7 @@ fn run(o: &Options) -> Result<bool, String> {
                         return Err("interrupted".into());
                     }
                     done += 1;
-                    let r = run_cell(o, c, s, case, rep, &out, &certs);
+                    let r = run_cell(o, c, s, case, rep, &out, cross.as_ref());
                     eprintln!(
                         "[{done}/{total}] {} → {} {}{}: {}{}",
                         c.name,
@@ -197,8 +205,9 @@ fn run_cell(
     case: &Case,
     rep: usize,
     out: &Path,
-    certs: &Path,
+    cross: Option<&Implementation>,
 ) -> (cell::CellResult, f64) {
+    let certs = &certs_dir(out, case.chain);
     let mut dir = out.join(format!("{}_{}", s.name, c.name)).join(case.name);
     if case.timed {
         dir = dir.join((rep + 1).to_string());
@@ -208,6 +217,7 @@ fn run_cell(
         dir,
         certs,
         seed: o.seed + rep as u64,
+        cross,
     };
     let r = cell::run(case, c, s, &setup);
     (r, t0.elapsed().as_secs_f64())
@@ -223,6 +233,15 @@ fn describe(r: &cell::CellResult, secs: f64) -> String {
         s += &format!(": {}", r.reason);
     }
     s
+}
+
+/// Certificates for servers with a chain of `len` (`certs`, `certs-chainN`).
+fn certs_dir(out: &Path, len: usize) -> PathBuf {
+    if len <= 1 {
+        out.join("certs")
+    } else {
+        out.join(format!("certs-chain{len}"))
+    }
 }
 
 fn list(known: &[Implementation], cases: &[Case]) {

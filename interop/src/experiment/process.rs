@@ -215,10 +215,18 @@ pub(crate) fn start_listening(
 
 /// Creates the certificates with `BIN_DIR/qnc-certs --out DIR`.
 pub fn make_certs(bin_dir: &Path, dir: &Path) -> Result<(), String> {
+    make_cert_chain(bin_dir, dir, 1)
+}
+
+/// The same with `--chain LEN`: `cert.pem` holds the leaf and `LEN - 1`
+/// intermediate CAs.
+pub fn make_cert_chain(bin_dir: &Path, dir: &Path, len: usize) -> Result<(), String> {
     let certs = bin_dir.join("qnc-certs");
     let out = Command::new(&certs)
         .arg("--out")
         .arg(dir)
+        .arg("--chain")
+        .arg(len.to_string())
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot start {}: {e}", certs.display()))?;

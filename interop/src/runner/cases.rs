@@ -1,15 +1,15 @@
 //! The quic-interop-runner's QUIC test cases as `nc-interop` runs them.
 //!
 //! Links follow the runner's simulator scenarios (default: 10 Mbit/s,
-//! 15 ms one way, a 25-packet queue). Differences: the runner's drop-rate
-//! scenarios drop in bursts of up to 3; here loss is independent per packet
-//! at the same rate. Corruption and rebinding scenarios are not emulated
-//! (see [`NOT_RUN`]).
+//! 15 ms one way, a 25-packet queue): `drop-rate` and `corrupt-rate` with
+//! runs of at most 3, `rebind` (port or address) at 1 s and every 5 s,
+//! `droplist` and `blackhole`. What is not run is in [`NOT_RUN`].
 
 use std::time::Duration;
 
 use crate::link::{Buffer, LinkConfig};
 use crate::loss::{LossModel, LossSchedule, LossSegment, ScheduleEnd};
+use crate::relay::Rebind;
 
 /// The files a case serves: one size per file, or `count` files of `size`.
 #[derive(Clone, Copy, Debug)]
@@ -43,29 +43,58 @@ pub enum Shape {
         /// One-way delay.
         delay_ms: u64,
     },
-    /// `drop-rate`: independent loss in both directions.
+    /// `drop-rate`: random loss in both directions, at most 3 in a row.
     Loss {
         /// Loss probability per packet, each direction.
         p: f64,
     },
+    /// `corrupt-rate`: random corruption of one of the first 50 bytes, both
+    /// directions, at most 3 in a row.
+    Corrupt {
+        /// Corruption probability per packet, each direction.
+        p: f64,
+    },
+    /// `rebind`: the client's NAT binding changes at 1 s and every 5 s.
+    Rebind {
+        /// The address changes too, not only the port.
+        addr: bool,
+    },
+    /// `droplist`: client packets 2 to 7 are lost (amplificationlimit).
+    Droplist,
     /// `blackhole`: every packet lost for 2 s after every 5 s.
     Blackhole,
 }
 
 impl Shape {
-    /// One direction of the link.
-    pub fn link(&self) -> LinkConfig {
-        let (delay_ms, loss) = match *self {
-            Shape::Simple { delay_ms } => (delay_ms, LossSchedule::none()),
-            Shape::Loss { p } => (15, LossSchedule::constant(LossModel::Bernoulli { p })),
-            Shape::Blackhole => (15, blackhole()),
-        };
-        LinkConfig {
+    /// One direction of the link (`up`: client to server).
+    pub fn link(&self, up: bool) -> LinkConfig {
+        let burst = |p| LossSchedule::constant(LossModel::DropRate { p, burst: 3 });
+        let mut c = LinkConfig {
             rate_bps: Some(10_000_000),
-            delay: Duration::from_millis(delay_ms),
+            delay: Duration::from_millis(15),
             buffer: Buffer::Packets(25),
-            loss,
             ..LinkConfig::default()
+        };
+        match *self {
+            Shape::Simple { delay_ms } => c.delay = Duration::from_millis(delay_ms),
+            Shape::Loss { p } => c.loss = burst(p),
+            Shape::Corrupt { p } => c.corrupt = burst(p),
+            Shape::Blackhole => c.loss = blackhole(),
+            Shape::Droplist if up => c.drop_list = (2..=7).collect(),
+            Shape::Droplist | Shape::Rebind { .. } => {}
+        }
+        c
+    }
+
+    /// The relay's NAT rebinding for this shape.
+    pub fn rebind(&self) -> Option<Rebind> {
+        match *self {
+            Shape::Rebind { addr } => Some(Rebind {
+                first: Duration::from_secs(1),
+                every: Duration::from_secs(5),
+                addr,
+            }),
+            _ => None,
         }
     }
 }
@@ -103,6 +132,13 @@ pub struct Expect {
     /// The second connection resumes a session (checked where one end is
     /// ours, from its JSON lines).
     pub resumed: bool,
+    /// The server followed the client's NAT rebinding: it sent on more than
+    /// one binding (and, where the server is ours, its qlog shows a
+    /// PATH_CHALLENGE).
+    pub rebinding: bool,
+    /// The server kept to 3× what it received until the client's address
+    /// was validated, and sent a large (certificate-chain) first flight.
+    pub amplification: bool,
 }
 
 /// One test case.
@@ -132,6 +168,11 @@ pub struct Case {
     /// reported (measurements and the lossy transfers, where coding
     /// matters).
     pub timed: bool,
+    /// Certificates in the server's chain (1: leaf only).
+    pub chain: usize,
+    /// A competing download shares the link (started 2 s before the
+    /// measured client, stopped when it ends).
+    pub cross_traffic: bool,
     /// One line for the report.
     pub desc: &'static str,
 }
@@ -141,6 +182,8 @@ const ONE: Expect = Expect {
     retry: None,
     zero_rtt: false,
     resumed: false,
+    rebinding: false,
+    amplification: false,
 };
 
 const fn case(name: &'static str, abbr: &'static str, tc: &'static str, files: Files) -> Case {
@@ -156,6 +199,8 @@ const fn case(name: &'static str, abbr: &'static str, tc: &'static str, files: F
         expect: ONE,
         measurement: false,
         timed: false,
+        chain: 1,
+        cross_traffic: false,
         desc: "",
     }
 }
@@ -283,9 +328,70 @@ pub fn all() -> Vec<Case> {
             ..case("transferloss", "L2", "transfer", Files::Sizes(&[2 * MB]))
         },
         Case {
+            desc: "50 connections of 1 KB, 30% of packets corrupted each way",
+            shape: Shape::Corrupt { p: 0.30 },
+            timeout: Duration::from_secs(300),
+            expect: Expect {
+                handshakes: 50,
+                ..ONE
+            },
+            ..case(
+                "handshakecorruption",
+                "C1",
+                "multiconnect",
+                Files::Many {
+                    count: 50,
+                    size: 1_000,
+                },
+            )
+        },
+        Case {
+            desc: "2 MB, 2% of packets corrupted each way",
+            shape: Shape::Corrupt { p: 0.02 },
+            ..case(
+                "transfercorruption",
+                "C2",
+                "transfer",
+                Files::Sizes(&[2 * MB]),
+            )
+        },
+        Case {
             desc: "transfer over IPv6",
             ipv6: true,
             ..case("ipv6", "6", "transfer", Files::Sizes(&[5_000, 10_000]))
+        },
+        Case {
+            desc: "10 MB while the client's port changes at 1 s and every 5 s",
+            shape: Shape::Rebind { addr: false },
+            expect: Expect {
+                rebinding: true,
+                ..ONE
+            },
+            ..case("rebind-port", "BP", "transfer", Files::Sizes(&[10 * MB]))
+        },
+        Case {
+            desc: "10 MB while the client's address and port change",
+            shape: Shape::Rebind { addr: true },
+            expect: Expect {
+                rebinding: true,
+                ..ONE
+            },
+            ..case("rebind-addr", "BA", "transfer", Files::Sizes(&[10 * MB]))
+        },
+        Case {
+            desc: "9-certificate chain, client packets 2-7 lost: server keeps to 3x",
+            shape: Shape::Droplist,
+            chain: 9,
+            expect: Expect {
+                amplification: true,
+                ..ONE
+            },
+            ..case(
+                "amplificationlimit",
+                "A",
+                "transfer",
+                Files::Sizes(&[5_000]),
+            )
         },
         Case {
             desc: "goodput of a 10 MiB download, kbit/s",
@@ -297,6 +403,19 @@ pub fn all() -> Vec<Case> {
                 "transfer",
                 Files::Sizes(&[10 * 1024 * 1024]),
             )
+        },
+        Case {
+            desc: "goodput of a 25 MB download beside a CUBIC download, kbit/s",
+            measurement: true,
+            timed: true,
+            cross_traffic: true,
+            timeout: Duration::from_secs(180),
+            // The cross flow's handshake is on the wire too.
+            expect: Expect {
+                handshakes: 2,
+                ..ONE
+            },
+            ..case("crosstraffic", "C", "transfer", Files::Sizes(&[25 * MB]))
         },
     ]
 }
@@ -310,23 +429,8 @@ pub const NOT_RUN: &[(&str, &str)] = &[
     ("v2", "quiche supports QUIC v1 only"),
     ("ecn", "quiche neither marks nor reports ECN"),
     (
-        "amplificationlimit",
-        "needs a 9-certificate chain and a droplist link; not built yet",
-    ),
-    ("handshakecorruption", "linkem has no bit corruption yet"),
-    ("transfercorruption", "linkem has no bit corruption yet"),
-    ("rebind-port", "linkem cannot rebind the client's port yet"),
-    (
-        "rebind-addr",
-        "linkem cannot rebind the client's address yet",
-    ),
-    (
         "connectionmigration",
         "quiche does not advertise a preferred address",
-    ),
-    (
-        "crosstraffic",
-        "needs a competing TCP CUBIC flow (iperf); not built yet",
     ),
 ];
 
@@ -353,18 +457,36 @@ mod tests {
         abbrs.dedup();
         assert_eq!(abbrs.len(), cases.len());
         for c in &cases {
-            c.shape.link().validate().unwrap();
+            c.shape.link(true).validate().unwrap();
+            c.shape.link(false).validate().unwrap();
             assert!(c.expect.handshakes >= 1);
         }
         assert_eq!(find("multiplexing").unwrap().files.sizes().len(), 1999);
         assert!(find("chacha20").is_none());
         let timed: Vec<_> = cases.iter().filter(|c| c.timed).map(|c| c.name).collect();
-        assert_eq!(timed, ["blackhole", "transferloss", "goodput"]);
+        assert_eq!(
+            timed,
+            ["blackhole", "transferloss", "goodput", "crosstraffic"]
+        );
+        let a = find("amplificationlimit").unwrap();
+        assert_eq!(a.shape.link(true).drop_list, [2, 3, 4, 5, 6, 7]);
+        assert!(a.shape.link(false).drop_list.is_empty());
+        assert_eq!(a.chain, 9);
+        let ba = find("rebind-addr").unwrap();
+        assert!(ba.shape.rebind().is_some_and(|r| r.addr));
+        assert!(find("rebind-port")
+            .unwrap()
+            .shape
+            .rebind()
+            .is_some_and(|r| !r.addr));
+        assert!(find("transfer").unwrap().shape.rebind().is_none());
+        let c1 = find("handshakecorruption").unwrap().shape.link(true);
+        assert!(c1.loss.is_lossless() && !c1.corrupt.is_lossless());
     }
 
     #[test]
     fn blackhole_is_down_two_seconds_in_seven() {
-        let l = Shape::Blackhole.link();
+        let l = Shape::Blackhole.link(false);
         let at = |s: f64| l.loss.segment_at(Duration::from_secs_f64(s));
         assert_eq!(at(1.0), Some(0));
         assert_eq!(at(5.5), Some(1));

@@ -8,9 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use super::cases::Case;
+use super::checks;
 use super::endpoints::Implementation;
 use crate::experiment::process::Proc;
 use crate::relay::{Relay, RelayConfig, Stats};
@@ -73,7 +72,13 @@ pub struct Setup<'a> {
     pub certs: &'a Path,
     /// Seed of the relay's loss processes.
     pub seed: u64,
+    /// The cross-traffic flow's implementation (cases with cross traffic).
+    pub cross: Option<&'a Implementation>,
 }
+
+/// Size of the cross-traffic download: far more than it can fetch while
+/// the measured transfer runs (it is stopped when that ends).
+const CROSS_BYTES: u64 = 1_000_000_000;
 
 /// Runs `case` with `client` against `server`.
 pub fn run(case: &Case, client: &Implementation, server: &Implementation, s: &Setup) -> CellResult {
@@ -113,13 +118,28 @@ fn run_checked(
             ),
         });
     }
+    let cross = match (case.cross_traffic, s.cross) {
+        (false, _) => None,
+        (true, None) => return Err("no cross-traffic implementation given".into()),
+        (true, Some(imp)) => Some(CrossTraffic::start(case, imp, s, ip)?),
+    };
     let mut relay_cfg = RelayConfig::new(format!("{ip}:0").parse().expect("literal"), server_addr);
-    relay_cfg.up = case.shape.link();
-    relay_cfg.down = case.shape.link();
+    if let Some(x) = &cross {
+        // The cross flow's client comes first, so it is relayed to the
+        // first upstream; the measured client to the second.
+        relay_cfg.upstreams = vec![x.server_addr, server_addr];
+    }
+    relay_cfg.up = case.shape.link(true);
+    relay_cfg.down = case.shape.link(false);
+    relay_cfg.rebind = case.shape.rebind();
     relay_cfg.seed = s.seed;
     relay_cfg.max_clients = crate::relay::MAX_CLIENTS;
     let relay = Relay::spawn(relay_cfg).map_err(|e| format!("relay: {e}"))?;
     let front = relay.local_addr();
+    let mut cross = match cross {
+        Some(x) => Some(x.connect(&relay, ip, s)?),
+        None => None,
+    };
     let urls: Vec<String> = names
         .iter()
         .map(|n| format!("https://{ip}:{}/{n}", front.port()))
@@ -134,6 +154,9 @@ fn run_checked(
     let status = cli.wait_exit(t0 + case.timeout);
     let secs = t0.elapsed().as_secs_f64();
     kill_group(cli.pid());
+    if let Some(x) = cross.as_mut() {
+        x.stop();
+    }
     let client_lines = cli.drain_lines();
     std::thread::sleep(Duration::from_millis(100));
     let server_status = srv.terminate(Duration::from_secs(5));
@@ -160,9 +183,11 @@ fn run_checked(
             stats,
         ));
     }
-    if let Err(e) = check_files(&dir.join("www"), &dir.join("downloads"), &names)
-        .and_then(|_| check_wire(case, &stats))
-        .and_then(|_| check_resumed(case, client, server, &client_lines, &server_lines))
+    if let Err(e) = checks::files(&dir.join("www"), &dir.join("downloads"), &names)
+        .and_then(|_| checks::wire(case, &stats))
+        .and_then(|_| checks::resumed(case, client, server, &client_lines, &server_lines))
+        .and_then(|_| checks::rebinding(case, &stats, server, &dir.join("server/qlog")))
+        .and_then(|_| checks::amplification(case, &stats))
     {
         return Ok(with_relay(Outcome::Failed, e, stats));
     }
@@ -176,6 +201,95 @@ fn with_relay(outcome: Outcome, reason: impl Into<String>, stats: Stats) -> Cell
     CellResult {
         relay: Some(stats),
         ..CellResult::end(outcome, reason)
+    }
+}
+
+/// A competing download on the same link (the runner's `crosstraffic`
+/// uses an iperf TCP CUBIC flow; linkem relays UDP, so here it is a
+/// quiche CUBIC download without coding).
+struct CrossTraffic {
+    server: Proc,
+    server_addr: SocketAddr,
+    client: Option<Proc>,
+}
+
+impl CrossTraffic {
+    fn setup<'a>(s: &Setup<'a>) -> Setup<'a> {
+        Setup {
+            dir: s.dir.join("cross"),
+            certs: s.certs,
+            seed: s.seed,
+            cross: None,
+        }
+    }
+
+    fn start(case: &Case, imp: &Implementation, s: &Setup, ip: &str) -> Result<Self, String> {
+        let cs = Self::setup(s);
+        for d in ["www", "downloads", "server/qlog", "client/qlog"] {
+            std::fs::create_dir_all(cs.dir.join(d)).map_err(|e| e.to_string())?;
+        }
+        let (mut server, server_addr) = start_server(case, imp, &cs, ip)?;
+        if server.exited() {
+            return Err(format!(
+                "cross-traffic server exited{}",
+                server.stderr_tail()
+            ));
+        }
+        Ok(CrossTraffic {
+            server,
+            server_addr,
+            client: None,
+        })
+    }
+
+    /// Starts the cross flow's client and waits until the relay has seen
+    /// it and the flow has run for 2 s.
+    fn connect(
+        mut self,
+        relay: &crate::relay::RelayHandle,
+        ip: &str,
+        s: &Setup,
+    ) -> Result<Self, String> {
+        let cs = Self::setup(s);
+        let imp = s.cross.ok_or("no cross-traffic implementation")?;
+        let mut cmd = endpoint(imp, "client", "transfer", &cs);
+        cmd.env(
+            "REQUESTS",
+            format!(
+                "https://{ip}:{}/bytes/{CROSS_BYTES}",
+                relay.local_addr().port()
+            ),
+        )
+        .env("CLIENT_PARAMS", &imp.client_params)
+        .process_group(0);
+        self.client = Some(Proc::spawn("cross-client", &mut cmd, &cs.dir)?);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while relay
+            .stats()
+            .per_client
+            .first()
+            .is_none_or(|c| c.down_sent_bytes < 100_000)
+        {
+            if Instant::now() >= deadline {
+                return Err("cross traffic did not start within 10 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_secs(2));
+        Ok(self)
+    }
+
+    fn stop(&mut self) {
+        if let Some(c) = self.client.take() {
+            kill_group(c.pid());
+        }
+        let _ = self.server.terminate(Duration::from_secs(2));
+    }
+}
+
+impl Drop for CrossTraffic {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -277,171 +391,6 @@ fn write_files(case: &Case, www: &Path) -> Result<Vec<String>, String> {
         .collect()
 }
 
-/// `downloads` holds exactly the files `names` of `www`, byte for byte.
-pub fn check_files(www: &Path, downloads: &Path, names: &[String]) -> Result<(), String> {
-    let mut got: Vec<String> = std::fs::read_dir(downloads)
-        .map_err(|e| format!("{}: {e}", downloads.display()))?
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .collect();
-    got.sort();
-    let mut want = names.to_vec();
-    want.sort();
-    if got != want {
-        let missing = want.iter().filter(|n| !got.contains(n)).count();
-        let extra = got.iter().filter(|n| !want.contains(n)).count();
-        return Err(format!("downloads: {missing} missing, {extra} unexpected"));
-    }
-    for n in names {
-        let a = std::fs::read(www.join(n)).map_err(|e| e.to_string())?;
-        let b = std::fs::read(downloads.join(n)).map_err(|e| e.to_string())?;
-        if a != b {
-            return Err(format!(
-                "{n}: {} bytes downloaded, {} served, or content differs",
-                b.len(),
-                a.len()
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Handshakes, Retry and 0-RTT as the relay saw them.
-pub fn check_wire(case: &Case, stats: &Stats) -> Result<(), String> {
-    let down = &stats.down.wire;
-    let up = &stats.up.wire;
-    let hs = down.initial_scids.len();
-    if hs != case.expect.handshakes {
-        return Err(format!(
-            "{hs} handshakes on the wire, expected {}",
-            case.expect.handshakes
-        ));
-    }
-    match (case.expect.retry, down.retry, down.retry_with_token) {
-        (Some(true), 0, _) => return Err("no Retry on the wire".into()),
-        (Some(true), _, 0) => return Err("Retry without a token".into()),
-        (Some(false), n, _) if n > 0 => return Err(format!("{n} unexpected Retry packets")),
-        _ => (),
-    }
-    if case.expect.zero_rtt && up.zero_rtt == 0 {
-        return Err("no 0-RTT packets from the client".into());
-    }
-    let versions: Vec<u32> = down.versions.iter().copied().collect();
-    if versions != [1] {
-        return Err(format!(
-            "server versions on the wire: {versions:x?}, expected [1]"
-        ));
-    }
-    Ok(())
-}
-
-/// Session resumption, from the JSON lines of whichever end is ours.
-fn check_resumed(
-    case: &Case,
-    client: &Implementation,
-    server: &Implementation,
-    client_lines: &[String],
-    server_lines: &[String],
-) -> Result<(), String> {
-    if !case.expect.resumed {
-        return Ok(());
-    }
-    let resumed = |lines: &[String]| {
-        lines
-            .iter()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|v| v["resumed"] == true)
-            .count()
-    };
-    for (ours, lines, who) in [
-        (client.ours, client_lines, "client"),
-        (server.ours, server_lines, "server"),
-    ] {
-        if ours && resumed(lines) != 1 {
-            return Err(format!(
-                "{who}: {} resumed connections, expected 1",
-                resumed(lines)
-            ));
-        }
-    }
-    Ok(())
-}
-
 fn save(dir: &Path, name: &str, lines: &[String]) {
     let _ = std::fs::write(dir.join(name), lines.join("\n") + "\n");
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::runner::cases::find;
-
-    fn stats(handshakes: usize, retry: u64, zero_rtt: u64) -> Stats {
-        let mut s = Stats::default();
-        for i in 0..handshakes {
-            s.down.wire.initial_scids.insert(format!("{i:02x}"));
-        }
-        s.down.wire.versions.insert(1);
-        s.down.wire.retry = retry;
-        s.down.wire.retry_with_token = retry;
-        s.up.wire.zero_rtt = zero_rtt;
-        s
-    }
-
-    #[test]
-    fn wire_checks_fail_when_the_wire_disagrees() {
-        let h = find("handshake").unwrap();
-        assert!(check_wire(&h, &stats(1, 0, 0)).is_ok());
-        assert!(check_wire(&h, &stats(2, 0, 0))
-            .unwrap_err()
-            .contains("2 handshakes"));
-        assert!(check_wire(&h, &stats(1, 1, 0))
-            .unwrap_err()
-            .contains("Retry"));
-        // As in the runner, only the handshake case forbids a Retry.
-        assert!(check_wire(&find("transfer").unwrap(), &stats(1, 1, 0)).is_ok());
-        let mut v2 = stats(1, 0, 0);
-        v2.down.wire.versions.insert(0x6b33_43cf);
-        assert!(check_wire(&h, &v2).is_err());
-
-        let r = find("retry").unwrap();
-        assert!(check_wire(&r, &stats(1, 1, 0)).is_ok());
-        assert!(check_wire(&r, &stats(1, 0, 0)).is_err());
-        let mut tokenless = stats(1, 1, 0);
-        tokenless.down.wire.retry_with_token = 0;
-        assert!(check_wire(&r, &tokenless).unwrap_err().contains("token"));
-
-        let z = find("zerortt").unwrap();
-        assert!(check_wire(&z, &stats(2, 0, 5)).is_ok());
-        assert!(check_wire(&z, &stats(2, 0, 0)).is_err());
-        assert!(check_wire(&z, &stats(1, 0, 5)).is_err());
-    }
-
-    #[test]
-    fn file_check_compares_names_and_bytes() {
-        let d = std::env::temp_dir().join(format!("nc-interop-files-{}", std::process::id()));
-        let (www, dl) = (d.join("www"), d.join("dl"));
-        std::fs::create_dir_all(&www).unwrap();
-        std::fs::create_dir_all(&dl).unwrap();
-        let names = vec!["a".to_string(), "b".to_string()];
-        for n in &names {
-            std::fs::write(www.join(n), b"hello").unwrap();
-            std::fs::write(dl.join(n), b"hello").unwrap();
-        }
-        assert!(check_files(&www, &dl, &names).is_ok());
-        std::fs::write(dl.join("b"), b"hellO").unwrap();
-        assert!(check_files(&www, &dl, &names)
-            .unwrap_err()
-            .contains("differs"));
-        std::fs::write(dl.join("b"), b"hello").unwrap();
-        std::fs::write(dl.join("c"), b"x").unwrap();
-        assert!(check_files(&www, &dl, &names)
-            .unwrap_err()
-            .contains("1 unexpected"));
-        std::fs::remove_file(dl.join("c")).unwrap();
-        std::fs::remove_file(dl.join("a")).unwrap();
-        assert!(check_files(&www, &dl, &names)
-            .unwrap_err()
-            .contains("1 missing"));
-        std::fs::remove_dir_all(&d).unwrap();
-    }
 }

@@ -94,6 +94,17 @@ pub fn all(repo: &Path, bin: &Path) -> Vec<Implementation> {
     ]
 }
 
+/// The cross-traffic flow of the `crosstraffic` case: our endpoint without
+/// coding and with quiche's CUBIC, standing in for the runner's iperf TCP
+/// CUBIC flow (`None` if our endpoint is not in `all`).
+pub fn cross_traffic(all: &[Implementation]) -> Option<Implementation> {
+    let mut x = all.iter().find(|i| i.name == "quic-nc-plain")?.clone();
+    x.name = "cross-traffic";
+    x.client_params += " --cc cubic";
+    x.server_params += " --cc cubic";
+    Some(x)
+}
+
 /// The implementations called `names` (comma-separated), in that order.
 pub fn select(all: &[Implementation], names: &str) -> Result<Vec<Implementation>, String> {
     names

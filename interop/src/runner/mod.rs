@@ -11,13 +11,15 @@
 //!
 //! * [`cases`]: the test cases, their links, files and expectations;
 //! * [`endpoints`]: the implementations and how to start them;
-//! * [`cell`]: one cell, run and checked;
+//! * [`cell`]: one cell, run;
+//! * [`checks`]: what the runner checks after a cell;
 //! * [`report`]: the runner's result JSON, a markdown matrix, a static
 //!   HTML page;
 //! * [`options`]: the command line.
 
 pub mod cases;
 pub mod cell;
+pub mod checks;
 pub mod endpoints;
 pub mod options;
 pub mod report;
