@@ -6,6 +6,8 @@
 //!   carries only the fields that changed) into full time series;
 //! * [`Summary::from_trace`] condenses a trace into one line of figures;
 //! * [`plot::svg`] draws congestion window, bytes in flight and RTTs;
+//! * [`qvis::convert`] rewrites qlogs into the draft-02 JSON that the qvis
+//!   visualiser reads;
 //! * [`model`] holds the analytical models of the papers we build on
 //!   (throughput, efficiency, decoding delay, queue sizes).
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -14,6 +16,7 @@
 pub mod events;
 pub mod model;
 pub mod plot;
+pub mod qvis;
 
 use serde_json::Value;
 
