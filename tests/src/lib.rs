@@ -55,6 +55,9 @@ pub struct Pair {
     client_addr: SocketAddr,
     /// The client's address as the server sees it (a NAT in between).
     client_seen: SocketAddr,
+    /// Server datagrams addressed here are dropped (a NAT binding that no
+    /// longer exists).
+    pub dead_binding: Option<SocketAddr>,
     server_addr: SocketAddr,
     /// Datagrams sent so far by each side (client, server).
     pub sent: (u64, u64),
@@ -89,6 +92,7 @@ impl Pair {
             server,
             client_addr,
             client_seen: client_addr,
+            dead_binding: None,
             server_addr,
             sent: (0, 0),
         }
@@ -108,8 +112,8 @@ impl Pair {
                         Side::Client => (&mut self.client, &mut self.server),
                         Side::Server => (&mut self.server, &mut self.client),
                     };
-                    let (n, _) = match from.send(&mut buf) {
-                        Ok(v) => v,
+                    let (n, sent_to) = match from.send(&mut buf) {
+                        Ok((n, info)) => (n, info.to),
                         Err(quiche::Error::Done) => break,
                         Err(e) => panic!("send failed: {e:?}"),
                     };
@@ -126,6 +130,9 @@ impl Pair {
                     any = true;
                     moved += 1;
                     if drop(side, idx, &buf[..n]) {
+                        continue;
+                    }
+                    if side == Side::Server && Some(sent_to) == self.dead_binding {
                         continue;
                     }
                     let info = match side {
@@ -153,6 +160,11 @@ impl Pair {
     /// come from `addr`, while the client keeps its own address.
     pub fn rebind_client(&mut self, addr: SocketAddr) {
         self.client_seen = addr;
+    }
+
+    /// The client's address as the server currently sees it.
+    pub fn client_seen(&self) -> SocketAddr {
+        self.client_seen
     }
 
     /// Like [`Pair::advance_with`] with no losses.

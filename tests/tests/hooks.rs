@@ -183,6 +183,39 @@ fn send_capacity_is_what_stream_send_accepts() {
 }
 
 #[test]
+fn a_repeated_retire_connection_id_is_not_an_error() {
+    // Patch 0006. The server retires the client's first connection ID; the
+    // client's acknowledgements are lost, so the server's probes carry the
+    // frame again. The client, left with one ID, must ignore the repeats.
+    let mut ccfg = config(false);
+    let mut scfg = config(true);
+    let mut pair = Pair::new(&mut ccfg, &mut scfg, |_, _| {});
+    pair.handshake();
+    let spare = quiche::ConnectionId::from_ref(&[0xc2; 16]);
+    assert_eq!(pair.client.new_scid(&spare, 0x1234, false), Ok(1));
+    pair.advance();
+    assert_eq!(pair.server.retire_dcid(0), Ok(()));
+    // Stream data in the same packet makes the probes repeat its frames.
+    assert_eq!(pair.server.stream_send(1, b"data", false), Ok(4));
+    // The client gets the RETIRE_CONNECTION_ID; its acknowledgements are lost.
+    pair.advance_with(&mut |side, _, _| side == Side::Client);
+    assert_eq!(pair.client.source_ids().count(), 1);
+    // The server's probe timeout fires and its probe repeats the frame.
+    let sent_before = pair.sent.1;
+    for _ in 0..3 {
+        pair.fire_timers(true);
+        pair.advance_with(&mut |side, _, _| side == Side::Client);
+    }
+    assert!(pair.sent.1 > sent_before);
+    assert!(
+        pair.client.local_error().is_none(),
+        "{:?}",
+        pair.client.local_error()
+    );
+    assert!(!pair.client.is_closed());
+}
+
+#[test]
 fn external_algorithm_without_factory_falls_back_to_cubic() {
     let mut ccfg = config(false);
     ccfg.set_cc_algorithm_name("external").unwrap();
