@@ -211,11 +211,8 @@ fn a_quiche_qlog_becomes_a_draft02_document() {
 
 #[test]
 fn client_and_server_merge_into_one_trace_each() {
-    let (doc, stats) = convert_str(
-        &[("client.sqlog", CLIENT), ("server.sqlog", SERVER)],
-        &ef(),
-    )
-    .unwrap();
+    let (doc, stats) =
+        convert_str(&[("client.sqlog", CLIENT), ("server.sqlog", SERVER)], &ef()).unwrap();
     let traces = check_document(&doc);
     assert_eq!(traces.len(), 2);
     assert_eq!(traces[0]["vantage_point"]["type"], "client");
