@@ -183,14 +183,7 @@ fn build_intermediate(
         .crl_sign()
         .build()?;
     b.append_extension(&ku)?;
-    let ski = SubjectKeyIdentifier::new().build(&b.x509v3_context(Some(issuer), None))?;
-    b.append_extension(&ski)?;
-    let aki = AuthorityKeyIdentifier::new()
-        .keyid(true)
-        .build(&b.x509v3_context(Some(issuer), None))?;
-    b.append_extension(&aki)?;
-    b.sign(issuer_key, MessageDigest::sha256())?;
-    Ok(b.build())
+    signed_by(b, issuer, issuer_key)
 }
 
 fn build_leaf(
@@ -213,13 +206,23 @@ fn build_leaf(
         .ip("::1")
         .build(&b.x509v3_context(Some(ca), None))?;
     b.append_extension(&san)?;
-    let ski = SubjectKeyIdentifier::new().build(&b.x509v3_context(Some(ca), None))?;
+    signed_by(b, ca, ca_key)
+}
+
+/// Adds the subject and authority key identifiers and signs with the
+/// issuer's key.
+fn signed_by(
+    mut b: boring::x509::X509Builder,
+    issuer: &X509Ref,
+    issuer_key: &PKey<Private>,
+) -> Result<X509, boring::error::ErrorStack> {
+    let ski = SubjectKeyIdentifier::new().build(&b.x509v3_context(Some(issuer), None))?;
     b.append_extension(&ski)?;
     let aki = AuthorityKeyIdentifier::new()
         .keyid(true)
-        .build(&b.x509v3_context(Some(ca), None))?;
+        .build(&b.x509v3_context(Some(issuer), None))?;
     b.append_extension(&aki)?;
-    b.sign(ca_key, MessageDigest::sha256())?;
+    b.sign(issuer_key, MessageDigest::sha256())?;
     Ok(b.build())
 }
 

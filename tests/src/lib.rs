@@ -208,17 +208,28 @@ impl Pair {
     /// Reads everything readable on `stream_id` at the server; returns the
     /// bytes read and whether FIN was seen.
     pub fn server_read(&mut self, stream_id: u64, out: &mut Vec<u8>) -> bool {
-        let mut buf = vec![0u8; 65535];
-        loop {
-            match self.server.stream_recv(stream_id, &mut buf) {
-                Ok((n, fin)) => {
-                    out.extend_from_slice(&buf[..n]);
-                    if fin {
-                        return true;
-                    }
+        read_stream(&mut self.server, stream_id, out)
+    }
+
+    /// The same at the client.
+    pub fn client_read(&mut self, stream_id: u64, out: &mut Vec<u8>) -> bool {
+        read_stream(&mut self.client, stream_id, out)
+    }
+}
+
+/// Appends everything readable on `stream_id` of `conn` to `out`; true once
+/// FIN was read.
+fn read_stream(conn: &mut quiche::Connection, stream_id: u64, out: &mut Vec<u8>) -> bool {
+    let mut buf = vec![0u8; 65535];
+    loop {
+        match conn.stream_recv(stream_id, &mut buf) {
+            Ok((n, fin)) => {
+                out.extend_from_slice(&buf[..n]);
+                if fin {
+                    return true;
                 }
-                Err(_) => return false,
             }
+            Err(_) => return false,
         }
     }
 }

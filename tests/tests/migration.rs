@@ -72,29 +72,10 @@ fn our_server_follows_limit_minus_one_rebindings() {
     }
 }
 
-/// Reads everything readable on `stream` at the client.
-fn client_read(pair: &mut Pair, stream: u64, out: &mut Vec<u8>) -> bool {
-    let mut buf = vec![0u8; 65535];
-    loop {
-        match pair.client.stream_recv(stream, &mut buf) {
-            Ok((n, fin)) => {
-                out.extend_from_slice(&buf[..n]);
-                if fin {
-                    return true;
-                }
-            }
-            Err(_) => return false,
-        }
-    }
-}
-
-#[test]
-fn data_lost_on_the_old_path_is_sent_again_after_a_rebinding() {
-    // The server sends a flight; its last datagrams are lost and the
-    // client's acknowledgements do not get through. Then the client's NAT
-    // rebinds: its next packet (an acknowledgement) comes from a new port,
-    // the server migrates, and packets still addressed to the old binding
-    // are dropped. Every byte must still arrive.
+/// A pair whose server follows `SERVER_PATHS` paths and has answered the
+/// client's request on stream 0 with the first part of `len` bytes; returns
+/// the pair, the body and how much of it the server has taken.
+fn serving(len: u32) -> (Pair, Vec<u8>, usize) {
     let mut ccfg = config(false);
     let mut scfg = config(true);
     scfg.set_active_connection_id_limit(SERVER_PATHS);
@@ -104,8 +85,39 @@ fn data_lost_on_the_old_path_is_sent_again_after_a_rebinding() {
     pair.advance();
     let mut req = Vec::new();
     assert!(pair.server_read(0, &mut req));
-    let body: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
-    let mut off = pair.server.stream_send(0, &body, true).unwrap();
+    let body: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+    let off = pair.server.stream_send(0, &body, true).unwrap();
+    (pair, body, off)
+}
+
+/// Moves packets and fires timers until the client has read all of
+/// `body` on stream 0 (the server takes the rest as it can); checks it.
+fn finish(pair: &mut Pair, body: &[u8], mut off: usize, got: &mut Vec<u8>) {
+    let mut done = false;
+    for _ in 0..200 {
+        if off < body.len() {
+            off += pair.server.stream_send(0, &body[off..], true).unwrap_or(0);
+        }
+        pair.advance();
+        done |= pair.client_read(0, got);
+        if done {
+            break;
+        }
+        pair.fire_timers(true);
+    }
+    assert!(pair.server.local_error().is_none());
+    assert!(done, "{} of {} bytes", got.len(), body.len());
+    assert_eq!(got, body);
+}
+
+#[test]
+fn data_lost_on_the_old_path_is_sent_again_after_a_rebinding() {
+    // The server sends a flight; its last datagrams are lost and the
+    // client's acknowledgements do not get through. Then the client's NAT
+    // rebinds: its next packet (an acknowledgement) comes from a new port,
+    // the server migrates, and packets still addressed to the old binding
+    // are dropped. Every byte must still arrive.
+    let (mut pair, body, off) = serving(200_000);
     let first = pair.sent.1;
     let old = pair.client_seen();
     // One flight: the server's datagrams arrive except the last few, and
@@ -119,22 +131,7 @@ fn data_lost_on_the_old_path_is_sent_again_after_a_rebinding() {
     // The client's next packet (its acknowledgement, here a PING that
     // carries one) comes from the new binding.
     pair.client.send_ack_eliciting().unwrap();
-    let mut got = Vec::new();
-    let mut done = false;
-    for _ in 0..200 {
-        if off < body.len() {
-            off += pair.server.stream_send(0, &body[off..], true).unwrap_or(0);
-        }
-        pair.advance();
-        done |= client_read(&mut pair, 0, &mut got);
-        if done {
-            break;
-        }
-        pair.fire_timers(true);
-    }
-    assert!(pair.server.local_error().is_none());
-    assert!(done, "{} of {} bytes", got.len(), body.len());
-    assert_eq!(got, body);
+    finish(&mut pair, &body, off, &mut Vec::new());
 }
 
 /// Known quiche 0.30 bug, not fixed yet (run with `--ignored`): packets
@@ -150,21 +147,11 @@ fn data_sent_to_the_old_binding_after_a_rebinding_is_sent_again() {
     // server sends before it hears from the new binding goes to the old
     // one and is dropped. Then the client's acknowledgement arrives from
     // the new binding and the server migrates. Every byte must arrive.
-    let mut ccfg = config(false);
-    let mut scfg = config(true);
-    scfg.set_active_connection_id_limit(SERVER_PATHS);
-    let mut pair = Pair::new(&mut ccfg, &mut scfg, |_, _| {});
-    pair.handshake();
-    assert_eq!(pair.client.stream_send(0, b"get", true), Ok(3));
-    pair.advance();
-    let mut req = Vec::new();
-    assert!(pair.server_read(0, &mut req));
-    let body: Vec<u8> = (0..400_000u32).map(|i| (i % 251) as u8).collect();
-    let mut off = pair.server.stream_send(0, &body, true).unwrap();
+    let (mut pair, body, mut off) = serving(400_000);
     // A first flight gets through both ways.
     pair.advance();
     let mut got = Vec::new();
-    client_read(&mut pair, 0, &mut got);
+    pair.client_read(0, &mut got);
     let old = pair.client_seen();
     pair.rebind_client("127.0.0.1:2999".parse().unwrap());
     pair.dead_binding = Some(old);
@@ -178,19 +165,5 @@ fn data_sent_to_the_old_binding_after_a_rebinding_is_sent_again() {
     }
     assert!(stale > 0);
     pair.client.send_ack_eliciting().unwrap();
-    let mut done = false;
-    for _ in 0..200 {
-        if off < body.len() {
-            off += pair.server.stream_send(0, &body[off..], true).unwrap_or(0);
-        }
-        pair.advance();
-        done |= client_read(&mut pair, 0, &mut got);
-        if done {
-            break;
-        }
-        pair.fire_timers(true);
-    }
-    assert!(pair.server.local_error().is_none());
-    assert!(done, "{} of {} bytes", got.len(), body.len());
-    assert_eq!(got, body);
+    finish(&mut pair, &body, off, &mut got);
 }
