@@ -151,6 +151,15 @@ fn build_ca(key: &PKey<Private>) -> Result<X509, boring::error::ErrorStack> {
     let subject = name("QUIC-NC test CA")?;
     let mut b = base(&subject, key)?;
     b.set_issuer_name(&subject)?;
+    ca_constraints(&mut b)?;
+    let ski = SubjectKeyIdentifier::new().build(&b.x509v3_context(None, None))?;
+    b.append_extension(&ski)?;
+    b.sign(key, MessageDigest::sha256())?;
+    Ok(b.build())
+}
+
+/// Marks a certificate as a CA that signs certificates and CRLs.
+fn ca_constraints(b: &mut boring::x509::X509Builder) -> Result<(), boring::error::ErrorStack> {
     let bc = BasicConstraints::new().critical().ca().build()?;
     b.append_extension(&bc)?;
     let ku = KeyUsage::new()
@@ -158,11 +167,7 @@ fn build_ca(key: &PKey<Private>) -> Result<X509, boring::error::ErrorStack> {
         .key_cert_sign()
         .crl_sign()
         .build()?;
-    b.append_extension(&ku)?;
-    let ski = SubjectKeyIdentifier::new().build(&b.x509v3_context(None, None))?;
-    b.append_extension(&ski)?;
-    b.sign(key, MessageDigest::sha256())?;
-    Ok(b.build())
+    b.append_extension(&ku)
 }
 
 /// Intermediate CA number `i` (1 = the one that signs the leaf).
@@ -175,14 +180,7 @@ fn build_intermediate(
     let subject = name(&format!("QUIC-NC test intermediate CA {i}"))?;
     let mut b = base(&subject, key)?;
     b.set_issuer_name(issuer.subject_name())?;
-    let bc = BasicConstraints::new().critical().ca().build()?;
-    b.append_extension(&bc)?;
-    let ku = KeyUsage::new()
-        .critical()
-        .key_cert_sign()
-        .crl_sign()
-        .build()?;
-    b.append_extension(&ku)?;
+    ca_constraints(&mut b)?;
     signed_by(b, issuer, issuer_key)
 }
 
