@@ -795,7 +795,6 @@ fn tx_loop(sh: &Shared, client_sock: &UdpSocket) {
     // grow, sockets change on rebinding (generation).
     let mut peers: Vec<(SocketAddr, Arc<UdpSocket>)> = Vec::new();
     let mut generation = 0u64;
-    let mut up_seen = 0usize;
     let mut g = sh.lock();
     loop {
         if sh.stop.load(Ordering::Relaxed) {
@@ -856,6 +855,20 @@ fn tx_loop(sh: &Shared, client_sock: &UdpSocket) {
                         .map(|p| (p.addr, p.upstream.clone()))
                         .collect();
                 }
+                // Record what the server will see before sending: its answer
+                // may arrive (and be recorded) before this thread re-locks.
+                let view: Vec<Option<usize>> = due
+                    .iter()
+                    .map(|(dir, data, peer)| {
+                        let v = &mut g.server_view;
+                        (*dir == Direction::Up && *peer == 0 && v.len() < SERVER_VIEW_LEN).then(
+                            || {
+                                v.push(ServerSeen::new(true, data));
+                                v.len() - 1
+                            },
+                        )
+                    })
+                    .collect();
                 drop(g);
                 let mut res = Vec::with_capacity(due.len());
                 for (dir, data, peer) in due.drain(..) {
@@ -864,22 +877,18 @@ fn tx_loop(sh: &Shared, client_sock: &UdpSocket) {
                         (Direction::Down, Some((addr, _))) => client_sock.send_to(&data, *addr),
                         (_, None) => Err(io::ErrorKind::NotConnected.into()),
                     };
-                    let seen = (r.is_ok()
-                        && dir == Direction::Up
-                        && peer == 0
-                        && up_seen < SERVER_VIEW_LEN)
-                        .then(|| ServerSeen::new(true, &data));
-                    up_seen += usize::from(seen.is_some());
-                    res.push((dir, r.is_ok(), data.len(), peer, seen));
+                    res.push((dir, r.is_ok(), data.len(), peer));
                 }
                 g = sh.lock();
-                for (dir, ok, len, peer, seen) in res {
-                    let inner = &mut *g;
-                    if let Some(seen) = seen {
-                        if inner.server_view.len() < SERVER_VIEW_LEN {
-                            inner.server_view.push(seen);
-                        }
+                // The server never saw a datagram whose send failed. Entries
+                // are only appended, so the recorded indices still hold.
+                for (i, (_, ok, ..)) in res.iter().enumerate().rev() {
+                    if let (false, Some(at)) = (*ok, view[i]) {
+                        g.server_view.remove(at);
                     }
+                }
+                for (dir, ok, len, peer) in res {
+                    let inner = &mut *g;
                     let d = if dir == Direction::Up {
                         &mut inner.up
                     } else {
