@@ -100,6 +100,9 @@ pub struct CompeteResult {
     pub jain: Option<f64>,
     /// Emulator statistics at the end of the run.
     pub emulator: Option<Stats>,
+    /// Where the run's qlog files are (`--qlog-dir`).
+    #[serde(default)]
+    pub qlog_dir: Option<PathBuf>,
 }
 
 /// Jain's fairness index `(Σx)² / (n·Σx²)`: 1 when all equal, `1/n` when
@@ -164,16 +167,34 @@ pub fn run_compete(
             ..Default::default()
         })
         .collect();
-    let dir = work.join(format!(
+    let name = format!(
         "compete-{}-{}-{run}",
         sanitize(&pair.join("_")),
         sanitize(&loss.label)
-    ));
+    );
+    let dir = work.join(&name);
     if let Err(e) = std::fs::create_dir_all(&dir) {
         r.error = Some(format!("{}: {e}", dir.display()));
         return r;
     }
-    if let Err(e) = compete_inner(opts, &specs, loss, seed, &dir, certs, &mut r) {
+    let qlog = match opts.qlog_for(&name) {
+        Ok(q) => q,
+        Err(e) => {
+            r.error = Some(e);
+            return r;
+        }
+    };
+    r.qlog_dir = qlog.clone();
+    if let Err(e) = compete_inner(
+        opts,
+        &specs,
+        loss,
+        seed,
+        &dir,
+        certs,
+        qlog.as_deref(),
+        &mut r,
+    ) {
         r.error = Some(e);
     }
     if r.error.is_none() {
@@ -184,6 +205,41 @@ pub fn run_compete(
             .find_map(|(f, n)| f.error.as_ref().map(|e| format!("flow {n}: {e}")));
     }
     r
+}
+
+/// Every loss × run of `--compete A,B` (loss-major), with progress lines
+/// prefixed by `tag` on stderr. Stops early when interrupted or past the
+/// options' deadline.
+pub fn run_compete_table(
+    opts: &Options,
+    pair: &[String],
+    work: &Path,
+    certs: &Path,
+    tag: &str,
+) -> Vec<CompeteResult> {
+    let label = pair_label(pair);
+    let total = opts.loss.len() * opts.runs;
+    let mut rows = Vec::new();
+    for loss in &opts.loss {
+        for run in 0..opts.runs {
+            if check_interrupted().is_err() || opts.past_deadline() {
+                return rows;
+            }
+            eprint!(
+                "{tag}[{}/{total}] compete {label} loss={} run={run} ... ",
+                rows.len() + 1,
+                loss.label
+            );
+            let r = run_compete(opts, pair, loss, run, work, certs);
+            match (&r.error, r.ratio, r.jain) {
+                (Some(e), _, _) => eprintln!("FAILED: {e}"),
+                (None, Some(q), Some(j)) => eprintln!("A/B {q:.2}, Jain {j:.3}"),
+                _ => eprintln!("done"),
+            }
+            rows.push(r);
+        }
+    }
+    rows
 }
 
 /// The pair as shown in reports: `CC` for our flows, `STACK:CC` otherwise
@@ -216,6 +272,7 @@ impl Client {
         dir: &Path,
         certs: &Path,
         deadline: Instant,
+        qlog: Option<&Path>,
     ) -> Result<Client, String> {
         let remaining = deadline.saturating_duration_since(Instant::now());
         let out_dir = dir.join(format!("download-{tag}"));
@@ -230,6 +287,9 @@ impl Client {
             certs,
             remaining.as_secs_f64().max(1.0),
         );
+        if let Some(q) = qlog {
+            cmd.env("QLOGDIR", q);
+        }
         let started = Instant::now();
         let proc = Proc::spawn(&format!("{}-{tag}", spec.program("client")), &mut cmd, dir)?;
         Ok(Client {
@@ -299,6 +359,7 @@ fn collect_client(opts: &Options, c: &mut Client, f: &mut FlowResult, deadline: 
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn compete_inner(
     opts: &Options,
     pair: &[FlowSpec],
@@ -306,6 +367,7 @@ fn compete_inner(
     seed: u64,
     dir: &Path,
     certs: &Path,
+    qlog: Option<&Path>,
     r: &mut CompeteResult,
 ) -> Result<(), String> {
     let deadline = Instant::now() + opts.timeout;
@@ -325,6 +387,7 @@ fn compete_inner(
             deadline,
             idle_ms,
             opts.size,
+            qlog,
         )?;
         r.flows[k].server = Some(addr.clone());
         servers.push((p, addr));
@@ -339,7 +402,7 @@ fn compete_inner(
 
     let t0 = Instant::now();
     let mut clients = vec![Client::start(
-        opts, &pair[0], tags[0], &emu_addr, dir, certs, deadline,
+        opts, &pair[0], tags[0], &emu_addr, dir, certs, deadline, qlog,
     )?];
     r.flows[0].start_s = Some(0.0);
     // Client B may only start once linkem has mapped client A to upstream A.
@@ -364,7 +427,7 @@ fn compete_inner(
     }
     r.flows[1].start_s = Some(t0.elapsed().as_secs_f64());
     clients.push(Client::start(
-        opts, &pair[1], tags[1], &emu_addr, dir, certs, deadline,
+        opts, &pair[1], tags[1], &emu_addr, dir, certs, deadline, qlog,
     )?);
     let start_snap = loop {
         let s = snapshot(&mut emu, &stats_path, deadline)?;

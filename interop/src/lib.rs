@@ -27,6 +27,7 @@ pub mod relay;
 pub mod rng;
 pub mod runner;
 pub mod rxstamp;
+pub mod scenario;
 pub mod trace;
 pub mod units;
 pub mod wire;

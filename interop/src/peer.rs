@@ -330,19 +330,25 @@ impl FlowSpec {
         deadline: Instant,
         idle_ms: u64,
         size: u64,
+        qlog: Option<&Path>,
     ) -> Result<(Proc, String), String> {
+        let command = |port| {
+            let mut c = self.server_command(tools, port, root, certs, idle_ms);
+            if let Some(q) = qlog {
+                c.env("QLOGDIR", q);
+            }
+            c
+        };
         match self.stack {
             Stack::Quiche | Stack::QuicGo | Stack::Quinn => {
-                start_listening(label, dir, deadline, |port| {
-                    self.server_command(tools, port, root, certs, idle_ms)
-                })
+                start_listening(label, dir, deadline, command)
             }
             Stack::Ngtcp2 => {
                 write_pattern_file(&root.join(NGTCP2_FILE), size)?;
                 let mut last = String::new();
                 for _ in 0..3 {
                     let port = free_port()?;
-                    let mut cmd = self.server_command(tools, port, root, certs, idle_ms);
+                    let mut cmd = command(port);
                     let mut p = Proc::spawn(label, &mut cmd, dir)?;
                     let until = deadline.min(Instant::now() + Duration::from_secs(20));
                     loop {

@@ -8,6 +8,8 @@
 //! * [`plot::svg`] draws congestion window, bytes in flight and RTTs;
 //! * [`qvis::convert`] rewrites qlogs into the draft-02 JSON that the qvis
 //!   visualiser reads;
+//! * [`report`] writes the HTML report of a scenario's results (plots,
+//!   model overlays, tables, per-connection qlog plots);
 //! * [`model`] holds the analytical models of the papers we build on
 //!   (throughput, efficiency, decoding delay, queue sizes).
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -17,6 +19,7 @@ pub mod events;
 pub mod model;
 pub mod plot;
 pub mod qvis;
+pub mod report;
 
 use serde_json::Value;
 

@@ -1,7 +1,7 @@
 //! `nc-experiment`: a (row × loss) matrix of HTTP/3 downloads through
 //! `linkem` (medians over interleaved runs, ratios to a reference row),
 //! `--compete A,B`, the `bench-e2e` tables or the `bench-cellular` trace
-//! benchmark. See `nc-experiment --help`, `nc-experiment bench-e2e --help`,
+//! benchmark, or scenario files (`scenario`). See `nc-experiment --help`, `nc-experiment bench-e2e --help`,
 //! `nc-experiment bench-cellular --help` and docs/emulator.md.
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
 use interop::compete::{
-    format_compete_summary, format_compete_table, pair_label, run_compete, CompeteReport,
+    format_compete_summary, format_compete_table, pair_label, run_compete_table, CompeteReport,
 };
 use interop::experiment::bench::run_bench;
 use interop::experiment::cellular::run_cellular;
@@ -53,6 +53,7 @@ fn main() -> ExitCode {
         Command_::Run(o) => (o.tools.bin_dir.clone(), o.keep),
         Command_::Bench(b) => (b.base.tools.bin_dir.clone(), b.base.keep),
         Command_::Cellular(c) => (c.base.tools.bin_dir.clone(), c.base.keep),
+        Command_::Scenario(s) => (s.bin_dir.clone().unwrap_or_else(|| exe_dir.clone()), s.keep),
         Command_::Help(_) => unreachable!(),
     };
     let work = std::env::temp_dir().join(format!("nc-experiment-{}", std::process::id()));
@@ -80,6 +81,9 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Command_::Scenario(s) => ExitCode::from(interop::scenario::cli::run_scenarios(
+            &s, &exe_dir, &work, &certs,
+        )),
         Command_::Run(o) => match o.compete.clone() {
             Some(pair) => run_compete_matrix(&o, &pair, &work, &certs),
             None => run_rows(&o, &work, &certs),
@@ -158,28 +162,7 @@ fn run_compete_matrix(opts: &Options, pair: &[String], work: &Path, certs: &Path
         }
     }
     let label = pair_label(pair);
-    let total = opts.loss.len() * opts.runs;
-    let mut rows = Vec::new();
-    'outer: for loss in &opts.loss {
-        for run in 0..opts.runs {
-            if INTERRUPTED.load(Ordering::SeqCst) {
-                break 'outer;
-            }
-            eprint!(
-                "[{}/{}] compete {label} loss={} run={run} ... ",
-                rows.len() + 1,
-                total,
-                loss.label
-            );
-            let r = run_compete(opts, pair, loss, run, work, certs);
-            match (&r.error, r.ratio, r.jain) {
-                (Some(e), _, _) => eprintln!("FAILED: {e}"),
-                (None, Some(q), Some(j)) => eprintln!("A/B {q:.2}, Jain {j:.3}"),
-                _ => eprintln!("done"),
-            }
-            rows.push(r);
-        }
-    }
+    let rows = run_compete_table(opts, pair, work, certs, "");
     println!(
         "# compete {label}: {} bytes each over {:.3} Mbit/s, RTT {:?}, buffer {}, loss position {}, \
          stagger {:?}, seed {}",

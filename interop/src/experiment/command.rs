@@ -1,5 +1,5 @@
 //! `nc-experiment`'s command line as a whole: the subcommand (`bench-e2e`,
-//! `bench-cellular`, or none for the matrix) picks the parser.
+//! `bench-cellular`, `scenario`, or none for the matrix) picks the parser.
 
 use std::path::Path;
 
@@ -16,6 +16,8 @@ pub enum Command_ {
     Bench(Box<BenchOptions>),
     /// Run `bench-cellular`.
     Cellular(Box<CellularOptions>),
+    /// Run scenario files.
+    Scenario(Box<crate::scenario::cli::ScenarioArgs>),
     /// Print this usage text.
     Help(&'static str),
 }
@@ -40,6 +42,13 @@ pub fn parse_args<I: IntoIterator<Item = String>>(
             parse_cellular(args, exe_dir)?.map_or(Command_::Help(CELLULAR_USAGE), |c| {
                 Command_::Cellular(Box::new(c))
             })
+        }
+        Some("scenario") => {
+            args.next();
+            crate::scenario::cli::parse_scenario(args)?
+                .map_or(Command_::Help(crate::scenario::cli::SCENARIO_USAGE), |s| {
+                    Command_::Scenario(Box::new(s))
+                })
         }
         _ => parse_matrix(args, exe_dir)?
             .map_or(Command_::Help(USAGE), |o| Command_::Run(Box::new(o))),

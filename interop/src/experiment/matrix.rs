@@ -37,14 +37,14 @@ pub fn prepare_rows(opts: &Options) -> Result<(), String> {
 
 /// Runs the matrix of `opts` under `work` (one directory per run); `tag`
 /// prefixes the progress lines. Stops early (returning what it has) when
-/// interrupted.
+/// interrupted or past the options' deadline.
 pub fn run_matrix(opts: &Options, work: &Path, certs: &Path, tag: &str) -> Vec<RunResult> {
     let order = schedule(opts.runs, opts.loss.len(), opts.rows.len());
     let total = order.len();
     let mut out = Vec::with_capacity(total);
     let t0 = Instant::now();
     for (k, (run, l, r)) in order.into_iter().enumerate() {
-        if check_interrupted().is_err() {
+        if check_interrupted().is_err() || opts.past_deadline() {
             break;
         }
         let (row, loss) = (&opts.rows[r], &opts.loss[l]);

@@ -22,6 +22,9 @@ usage: nc-experiment [options]            a (row x loss) matrix (make demo)
                                           (see nc-experiment bench-e2e --help)
        nc-experiment bench-cellular [options]  the cellular trace benchmark
                                           (see nc-experiment bench-cellular --help)
+       nc-experiment scenario FILE.toml...  scenario files: link, flows, sweeps,
+                                          seeds; results JSON, qlogs, HTML report
+                                          (see nc-experiment scenario --help)
 
 rows (flow specs, comma-separated): [STACK:]CC[+nc=POLICY|off][+mode=full]
   hybrid                coded QUIC: our controller + coding (adaptive policy)
@@ -75,6 +78,8 @@ rows (flow specs, comma-separated): [STACK:]CC[+nc=POLICY|off][+mode=full]
   --quic-go-peer P   quic-go peer (default: DIR/../peers/quic-go-peer, built with
                      `go build` if missing and go is on PATH)
   --json FILE        write machine-readable results (every run, every cell)
+  --qlog-dir DIR     every run's server and client write qlog files into
+                     DIR/<run> (our tools and quic-go read $QLOGDIR)
   --markdown         print the tables in markdown
   --keep             keep the work directory (logs, stats files)
 
@@ -219,6 +224,12 @@ pub struct Options {
     pub trace_up: Option<PathBuf>,
     /// Start offsets into the traces, one per run index (cycling).
     pub trace_offsets: Vec<Duration>,
+    /// `--qlog-dir`: every run's servers and clients write qlog files
+    /// (`$QLOGDIR`) into a directory of the run's name below this one.
+    pub qlog_dir: Option<PathBuf>,
+    /// No run starts after this instant (the scenario runner's bound).
+    #[serde(skip)]
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl Options {
@@ -249,6 +260,23 @@ impl Options {
         self.reference
             .as_deref()
             .or(self.rows.first().map(String::as_str))
+    }
+
+    /// The qlog directory of the run whose work directory is called
+    /// `run_name` (created), if qlog is on.
+    pub fn qlog_for(&self, run_name: &str) -> Result<Option<PathBuf>, String> {
+        let Some(root) = &self.qlog_dir else {
+            return Ok(None);
+        };
+        let d = root.join(run_name);
+        std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+        Ok(Some(d))
+    }
+
+    /// Whether the runner's time bound has passed.
+    pub fn past_deadline(&self) -> bool {
+        self.deadline
+            .is_some_and(|d| std::time::Instant::now() >= d)
     }
 
     /// Whether a direction follows a trace (the tables then add the trace
@@ -347,6 +375,8 @@ pub(crate) fn defaults(exe_dir: &Path) -> Options {
         trace_down: None,
         trace_up: None,
         trace_offsets: vec![Duration::ZERO],
+        qlog_dir: None,
+        deadline: None,
     }
 }
 
@@ -650,6 +680,7 @@ pub fn parse_matrix(
                 o.stagger = parse_duration_with(&v, false).map_err(|e| format!("--stagger: {e}"))?
             }
             "--json" => o.json = Some(PathBuf::from(v)),
+            "--qlog-dir" => o.qlog_dir = Some(PathBuf::from(v)),
             _ => return Ok(false),
         }
         Ok(true)

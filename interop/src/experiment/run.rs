@@ -30,7 +30,7 @@
 //! `getrusage(RUSAGE_CHILDREN)` around reaping each of them (the server is
 //! reaped after it printed its connection line, before linkem).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -136,6 +136,9 @@ pub struct RunResult {
     pub client_json: Option<Value>,
     /// The raw server JSON line.
     pub server_json: Option<Value>,
+    /// Where the run's qlog files are (`--qlog-dir`).
+    #[serde(default)]
+    pub qlog_dir: Option<PathBuf>,
 }
 
 impl RunResult {
@@ -179,10 +182,24 @@ pub fn run_one(
     };
     r.title = spec.title();
     r.cc = spec.cc.clone();
-    let dir = work.join(format!("{}-{}-{run}", sanitize(row), sanitize(&loss.label)));
+    let name = format!("{}-{}-{run}", sanitize(row), sanitize(&loss.label));
+    let dir = work.join(&name);
     let res = std::fs::create_dir_all(&dir)
         .map_err(|e| format!("{}: {e}", dir.display()))
-        .and_then(|_| run_inner(opts, &spec, loss, seed, &dir, certs, &mut r));
+        .and_then(|_| opts.qlog_for(&name))
+        .and_then(|qlog| {
+            r.qlog_dir = qlog.clone();
+            run_inner(
+                opts,
+                &spec,
+                loss,
+                seed,
+                &dir,
+                certs,
+                qlog.as_deref(),
+                &mut r,
+            )
+        });
     if let Err(e) = res {
         r.outcome = Outcome::Failed;
         r.error = Some(e);
@@ -210,6 +227,7 @@ pub fn efficiency(
     Some(g * 1e6 / (opts.rate_bps as f64 * (1.0 - p)))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_inner(
     opts: &Options,
     spec: &FlowSpec,
@@ -217,6 +235,7 @@ fn run_inner(
     seed: u64,
     dir: &Path,
     certs: &Path,
+    qlog: Option<&Path>,
     r: &mut RunResult,
 ) -> Result<(), String> {
     let setup_deadline = Instant::now() + Duration::from_secs(30);
@@ -233,6 +252,7 @@ fn run_inner(
         setup_deadline,
         idle_ms,
         opts.size,
+        qlog,
     )?;
 
     let stats_path = dir.join("linkem.json");
@@ -274,6 +294,9 @@ fn run_inner(
         certs,
         cap.as_secs_f64(),
     );
+    if let Some(q) = qlog {
+        cmd.env("QLOGDIR", q);
+    }
     let cpu0 = children_cpu_s();
     let client_start = Instant::now();
     let mut client = Proc::spawn(&spec.program("client"), &mut cmd, dir)?;

@@ -224,6 +224,39 @@ pub struct Cell {
     pub efficiency_vs_lossless: Option<Value>,
 }
 
+/// A summary column of a [`Cell`], by name.
+pub type Metric = (&'static str, fn(&Cell) -> Option<&Summary>);
+
+impl Cell {
+    /// The summary columns by name: what a scenario's plot can put on y.
+    pub const METRICS: &'static [Metric] = &[
+        ("time_s", |c| c.time_s.as_ref()),
+        ("goodput_mbps", |c| c.goodput_mbps.as_ref()),
+        ("efficiency", |c| c.efficiency.as_ref()),
+        ("utilisation", |c| c.utilisation.as_ref()),
+        ("qdelay_mean_ms", |c| c.qdelay_mean_ms.as_ref()),
+        ("qdelay_p95_ms", |c| c.qdelay_p95_ms.as_ref()),
+        ("repair_overhead", |c| c.repair_overhead.as_ref()),
+        ("retrans_bytes", |c| c.retrans_bytes.as_ref()),
+        ("queue_drops", |c| c.queue_drops.as_ref()),
+        ("peak_backlog_bytes", |c| c.peak_backlog_bytes.as_ref()),
+        ("delay_mean_ms", |c| c.delay_mean_ms.as_ref()),
+        ("delay_p50_ms", |c| c.delay_p50_ms.as_ref()),
+        ("delay_p95_ms", |c| c.delay_p95_ms.as_ref()),
+        ("delay_p99_ms", |c| c.delay_p99_ms.as_ref()),
+        ("delay_max_ms", |c| c.delay_max_ms.as_ref()),
+        ("cpu_per_mb", |c| c.cpu_per_mb.as_ref()),
+    ];
+
+    /// The summary column `name`, if it is one and has values.
+    pub fn metric(&self, name: &str) -> Option<&Summary> {
+        Cell::METRICS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, f)| f(self))
+    }
+}
+
 fn col(runs: &[&RunResult], f: impl Fn(&RunResult) -> Option<f64>) -> Option<Summary> {
     summarize_exact(&runs.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
 }

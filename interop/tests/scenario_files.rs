@@ -1,0 +1,120 @@
+//! Scenario files: every file in `scenarios/` plans in each of its
+//! variants, and a bad file is reported at its line and field.
+
+use std::path::{Path, PathBuf};
+
+use interop::scenario::{load, plan, Source};
+
+fn scenarios() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_shipped_scenario_plans_in_every_variant() {
+    let files = scenarios();
+    assert!(files.len() >= 8, "{files:?}");
+    for f in files {
+        let src = Source::read(&f).unwrap();
+        let variants = src.file.variants();
+        assert!(
+            variants.contains(&"quick".to_string()) && variants.contains(&"full".to_string()),
+            "{}: needs quick and full variants",
+            f.display()
+        );
+        for v in [None, Some("quick"), Some("full")] {
+            let p = load(&f, v, Path::new("/nonexistent"), &[]).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!p.jobs.is_empty());
+            assert!(p.max_duration.is_some(), "{}: no time bound", f.display());
+        }
+        // The quick variant is seconds: few runs with short caps.
+        let q = load(&f, Some("quick"), Path::new("/x"), &[]).unwrap();
+        assert!(
+            q.total_runs() <= 6,
+            "{}: {} quick runs",
+            f.display(),
+            q.total_runs()
+        );
+        assert!(
+            interop::scenario::worst_case(&q).as_secs() <= 60,
+            "{}",
+            f.display()
+        );
+    }
+}
+
+fn plan_text(text: &str) -> Result<interop::scenario::Plan, String> {
+    let src = Source::parse(Path::new("bad.toml"), text.to_string()).map_err(|e| e.to_string())?;
+    plan(&src, &src.file, None, Path::new("/x"), &[]).map_err(|e| e.to_string())
+}
+
+#[test]
+fn errors_name_file_line_and_field() {
+    let base = "title = \"t\"\n[link]\nrate = \"20mbit\"\n[traffic]\nrows = [\"hybrid\"]\n";
+    // A value the command line's parser rejects, at its own line.
+    let e = plan_text(&base.replace("\"20mbit\"", "\"fast\"")).unwrap_err();
+    assert!(e.starts_with("bad.toml:3: link.rate: --rate"), "{e}");
+    // An element of a list.
+    let e = plan_text(&format!("{base}[sweep]\nloss = [0,\n 0.1,\n 1.5]\n")).unwrap_err();
+    assert!(e.starts_with("bad.toml:9: sweep.loss[2]: "), "{e}");
+    // An unknown row.
+    let e = plan_text(&base.replace("[\"hybrid\"]", "[\"hybrid\", \"bogus:cubic\"]")).unwrap_err();
+    assert!(e.starts_with("bad.toml:5: traffic.rows[1]: "), "{e}");
+    // An unknown field and a type error, from the TOML reader.
+    let e = plan_text(&format!("{base}[run]\nrunz = 3\n")).unwrap_err();
+    assert!(e.starts_with("bad.toml:7: ") && e.contains("runz"), "{e}");
+    let e = plan_text(&format!("{base}[plot]\nlog_x = \"yes\"\n")).unwrap_err();
+    assert!(e.starts_with("bad.toml:7: "), "{e}");
+    // Plot names are checked.
+    let e = plan_text(&format!("{base}[plot]\ny = \"speed\"\n")).unwrap_err();
+    assert!(
+        e.starts_with("bad.toml:7: plot.y: 'speed' is not one of"),
+        "{e}"
+    );
+    let e = plan_text(&format!("{base}[plot]\nx = \"rtt\"\n")).unwrap_err();
+    assert!(e.starts_with("bad.toml:7: plot.x: "), "{e}");
+    let e = plan_text(&format!("{base}[plot]\nmodels = [\"ideal\", \"magic\"]\n")).unwrap_err();
+    assert!(
+        e.starts_with("bad.toml:7: plot.models[1]: unknown model 'magic'"),
+        "{e}"
+    );
+    // Three competing flows, and loss given twice.
+    let e = plan_text("[traffic]\ncompete = [\"hybrid\", \"cubic\", \"reno\"]\n").unwrap_err();
+    assert!(e.starts_with("bad.toml:2: traffic.compete: 3 flows"), "{e}");
+    let e = plan_text("[link]\nloss = 0.1\n[sweep]\nloss = [0]\n").unwrap_err();
+    assert!(e.contains("link.loss: given both"), "{e}");
+    // A missing variant.
+    let dir = std::env::temp_dir().join(format!("scen-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("v.toml");
+    std::fs::write(&f, base).unwrap();
+    let e = load(&f, Some("quick"), Path::new("/x"), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no variant 'quick'"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sweeps_multiply_into_jobs_and_bdp_fractions_resolve() {
+    let p = plan_text(
+        "[link]\nrate = \"20mbit\"\n[traffic]\nrows = [\"hybrid\", \"cubic\"]\n\
+         [sweep]\nloss = [0, 0.05]\nrtt = [\"10ms\", \"100ms\"]\nbuffer = [\"bdp\", \"0.25bdp\", \"64p\"]\n",
+    )
+    .unwrap();
+    assert_eq!(p.jobs.len(), 6);
+    assert_eq!(p.total_runs(), 6 * 2 * 2 * 3); // jobs x losses x rows x runs
+    let j = &p.jobs[4]; // rtt 100ms, 0.25 bdp
+    assert_eq!(j.label(), "rtt=100ms buffer=0.25bdp");
+    // 20 Mbit/s x 100 ms / 8 x 0.25 = 62,500 bytes.
+    assert_eq!(j.opts.buffer, "62500B");
+    assert_eq!(p.jobs[5].opts.buffer, "64p");
+    assert_eq!(p.plot.x, "rtt"); // the first swept axis by default
+    assert_eq!(p.jobs[0].opts.loss.len(), 2);
+}
