@@ -6,12 +6,13 @@
 #   make bench   benchmarks (print ratios against a baseline measured in the same run)
 #   make peers   foreign QUIC peers for nc-experiment --compete (quic-go; needs Go)
 #   make interop the interop runner's test cases against third-party QUIC stacks (results/interop-*)
+#   make report  every scenario in scenarios/ (full variant) and the HTML reports (results/report)
 
 CARGO ?= cargo
 QUICHE_DIR := .quiche/quiche-0.30.0
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all quiche build release peers interop demo test test-workspace test-quiche test-fuzz bench bench-coding bench-cc bench-e2e bench-cellular fuzz fmt clippy clean-quiche
+.PHONY: all quiche build release peers interop demo report test test-workspace test-quiche test-fuzz bench bench-coding bench-cc bench-e2e bench-cellular fuzz fmt clippy clean-quiche
 
 all: build
 
@@ -58,6 +59,21 @@ interop: quiche
 	$(EXPERIMENT_BINS)
 	bash interop/peers/setup-third-party.sh
 	$(abspath $(or $(CARGO_TARGET_DIR),target))/release/nc-interop $(INTEROP_ARGS)
+
+# Every scenario in scenarios/ in its full variant (docs/experiments.md):
+# results/scenario-<name>-full/{results.json,qlog/}, then the HTML reports
+# and PNG plots in results/report/ (index.html). Each scenario is bounded
+# by its own max_duration; all of them take several hours. Subsets:
+#   make report SCENARIOS="scenarios/tcpnc-fig6.toml" VARIANT=quick
+SCENARIOS ?= $(wildcard scenarios/*.toml)
+VARIANT ?= full
+REPORT = $(abspath $(or $(CARGO_TARGET_DIR),target))/release/qlog-report
+report: quiche
+	$(EXPERIMENT_BINS) -p qlog-analysis
+	@n=0; total=$(words $(SCENARIOS)); for f in $(SCENARIOS); do n=$$((n+1)); \
+		echo "== [$$n/$$total] $$f ($(VARIANT))"; \
+		$(EXPERIMENT) scenario --variant $(VARIANT) --report $$f || exit 1; done
+	$(REPORT) -o results/report --png $(foreach f,$(SCENARIOS),results/scenario-$(basename $(notdir $(f)))-$(VARIANT)/results.json)
 
 test: test-workspace test-quiche test-fuzz
 

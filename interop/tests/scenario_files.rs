@@ -118,3 +118,28 @@ fn sweeps_multiply_into_jobs_and_bdp_fractions_resolve() {
     assert_eq!(p.plot.x, "rtt"); // the first swept axis by default
     assert_eq!(p.jobs[0].opts.loss.len(), 2);
 }
+
+#[test]
+fn kept_qlog_files_are_compressed_and_still_readable() {
+    let dir = std::env::temp_dir().join(format!("scen-gz-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let head = "\u{1e}{\"trace\":{\"vantage_point\":{\"type\":\"server\"}}}\n";
+    let event = "\u{1e}{\"time\":1.5,\"name\":\"quic:packet_sent\",\"data\":{}}\n";
+    let text = format!("{head}{}", event.repeat(100));
+    std::fs::write(dir.join("server-ab.sqlog"), &text).unwrap();
+    interop::experiment::process::gzip_files(&dir).unwrap();
+    interop::experiment::process::gzip_files(&dir).unwrap(); // idempotent
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["server-ab.sqlog.gz"]);
+    let gz = dir.join("server-ab.sqlog.gz");
+    let mut back = String::new();
+    std::io::Read::read_to_string(&mut qlog_analysis::open(&gz).unwrap(), &mut back).unwrap();
+    assert_eq!(back, text);
+    assert!(std::fs::metadata(&gz).unwrap().len() < 1000);
+    let t = qlog_analysis::Trace::read(&gz).unwrap();
+    assert_eq!(t.events.len(), 100);
+    let _ = std::fs::remove_dir_all(&dir);
+}

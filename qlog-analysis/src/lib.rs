@@ -23,6 +23,19 @@ pub mod report;
 
 use serde_json::Value;
 
+/// Opens a qlog file for reading, decompressing it if its name ends in
+/// `.gz` (the scenario runner compresses the qlogs it keeps).
+pub fn open(path: &std::path::Path) -> std::io::Result<Box<dyn std::io::BufRead>> {
+    let f = std::fs::File::open(path)?;
+    Ok(if path.extension().is_some_and(|e| e == "gz") {
+        Box::new(std::io::BufReader::new(flate2::read::MultiGzDecoder::new(
+            f,
+        )))
+    } else {
+        Box::new(std::io::BufReader::new(f))
+    })
+}
+
 /// One qlog event.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Event {
@@ -86,9 +99,11 @@ impl Trace {
         Ok(trace)
     }
 
-    /// Reads and parses a file.
+    /// Reads and parses a file (gzip-compressed if it ends in `.gz`).
     pub fn read(path: &std::path::Path) -> Result<Trace, String> {
-        let text = std::fs::read_to_string(path)
+        let mut text = String::new();
+        open(path)
+            .and_then(|mut r| std::io::Read::read_to_string(&mut r, &mut text))
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         Trace::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
     }

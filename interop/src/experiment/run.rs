@@ -43,7 +43,7 @@ use crate::experiment::emulator::{
 };
 use crate::experiment::lines::{is_role_line, json_objects, ClientLine, Delivery, ServerLine};
 use crate::experiment::options::{fmt_secs, LossCase, Options};
-use crate::experiment::process::{children_cpu_s, sanitize, start_listening, Proc};
+use crate::experiment::process::{children_cpu_s, gzip_files, sanitize, start_listening, Proc};
 use crate::peer::FlowSpec;
 use crate::relay::Stats;
 
@@ -203,6 +203,11 @@ pub fn run_one(
     if let Err(e) = res {
         r.outcome = Outcome::Failed;
         r.error = Some(e);
+    }
+    if let Some(q) = &r.qlog_dir {
+        if let Err(e) = gzip_files(q) {
+            eprintln!("warning: qlog files not compressed: {e}");
+        }
     }
     r.wall_s = started.elapsed().as_secs_f64();
     r

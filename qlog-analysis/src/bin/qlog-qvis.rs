@@ -8,7 +8,7 @@
 //! in OUT), 1 the output could not be written.
 
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -56,8 +56,8 @@ fn main() -> ExitCode {
     // Open every input before writing anything.
     let mut inputs = Vec::with_capacity(files.len());
     for f in &files {
-        match File::open(f) {
-            Ok(file) => inputs.push((f.display().to_string(), BufReader::new(file))),
+        match qlog_analysis::open(f) {
+            Ok(r) => inputs.push((f.display().to_string(), r)),
             Err(e) => return fail(2, &format!("cannot read {}: {e}", f.display())),
         }
     }
