@@ -8,6 +8,8 @@
 //! * [`plot::svg`] draws congestion window, bytes in flight and RTTs;
 //! * [`qvis::convert`] rewrites qlogs into the draft-02 JSON that the qvis
 //!   visualiser reads;
+//! * [`timeline::Timeline`] streams a file into time bins (goodput, window,
+//!   RTT, pacing, seen/decoded, repairs, recoveries) in bounded memory;
 //! * [`report`] writes the HTML report of a scenario's results (plots,
 //!   model overlays, tables, per-connection qlog plots);
 //! * [`model`] holds the analytical models of the papers we build on
@@ -19,7 +21,9 @@ pub mod events;
 pub mod model;
 pub mod plot;
 pub mod qvis;
+pub mod records;
 pub mod report;
+pub mod timeline;
 
 use serde_json::Value;
 

@@ -273,6 +273,36 @@ pub(crate) fn sanitize(s: &str) -> String {
         .collect()
 }
 
+/// Compresses every file of `dir` that is not yet compressed into
+/// `NAME.gz` (fast gzip) and removes the original: the qlog files a run
+/// leaves are large (tens of MB for a 10 MB download) and shrink about
+/// tenfold. Runs after the run ended, so it costs the measurement nothing.
+pub fn gzip_files(dir: &Path) -> Result<(), String> {
+    let ctx = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+    let entries = std::fs::read_dir(dir).map_err(|e| ctx(dir, e))?;
+    for e in entries.flatten() {
+        let p = e.path();
+        if !p.is_file() || p.extension().is_some_and(|x| x == "gz") {
+            continue;
+        }
+        let mut name = p.file_name().unwrap_or_default().to_os_string();
+        name.push(".gz");
+        let dst = p.with_file_name(name);
+        let mut input = std::fs::File::open(&p).map_err(|e| ctx(&p, e))?;
+        let out = std::fs::File::create(&dst).map_err(|e| ctx(&dst, e))?;
+        let mut gz = flate2::write::GzEncoder::new(
+            std::io::BufWriter::new(out),
+            flate2::Compression::fast(),
+        );
+        std::io::copy(&mut input, &mut gz).map_err(|e| ctx(&dst, e))?;
+        gz.finish()
+            .and_then(|mut w| std::io::Write::flush(&mut w))
+            .map_err(|e| ctx(&dst, e))?;
+        std::fs::remove_file(&p).map_err(|e| ctx(&p, e))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,34 +332,4 @@ mod tests {
         let _ = std::fs::remove_file(dir.join(format!("cpu-test-{}.stderr", std::process::id())));
         assert!((0.0..20.0).contains(&d), "{d}");
     }
-}
-
-/// Compresses every file of `dir` that is not yet compressed into
-/// `NAME.gz` (fast gzip) and removes the original: the qlog files a run
-/// leaves are large (tens of MB for a 10 MB download) and shrink about
-/// tenfold. Runs after the run ended, so it costs the measurement nothing.
-pub fn gzip_files(dir: &Path) -> Result<(), String> {
-    let ctx = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
-    let entries = std::fs::read_dir(dir).map_err(|e| ctx(dir, e))?;
-    for e in entries.flatten() {
-        let p = e.path();
-        if !p.is_file() || p.extension().is_some_and(|x| x == "gz") {
-            continue;
-        }
-        let mut name = p.file_name().unwrap_or_default().to_os_string();
-        name.push(".gz");
-        let dst = p.with_file_name(name);
-        let mut input = std::fs::File::open(&p).map_err(|e| ctx(&p, e))?;
-        let out = std::fs::File::create(&dst).map_err(|e| ctx(&dst, e))?;
-        let mut gz = flate2::write::GzEncoder::new(
-            std::io::BufWriter::new(out),
-            flate2::Compression::fast(),
-        );
-        std::io::copy(&mut input, &mut gz).map_err(|e| ctx(&dst, e))?;
-        gz.finish()
-            .and_then(|mut w| std::io::Write::flush(&mut w))
-            .map_err(|e| ctx(&dst, e))?;
-        std::fs::remove_file(&p).map_err(|e| ctx(&p, e))?;
-    }
-    Ok(())
 }

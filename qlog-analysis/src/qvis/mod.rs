@@ -31,7 +31,6 @@
 mod clock;
 mod mapping;
 mod order;
-mod records;
 
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, Write};
@@ -342,8 +341,8 @@ fn convert_trace<R: BufRead, W: Write>(
     label: &str,
     opts: &Options,
 ) -> Result<TraceStats, Fail> {
-    let mut records = records::Records::new(input);
-    let next = |r: &mut records::Records<R>| r.next_record().map_err(Fail::Input);
+    let mut records = crate::records::Records::new(input);
+    let next = |r: &mut crate::records::Records<R>| r.next_record().map_err(Fail::Input);
     let mut header = None;
     let mut first = match next(&mut records)? {
         None => return Err(Fail::Input("no qlog records".into())),

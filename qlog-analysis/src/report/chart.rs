@@ -36,6 +36,8 @@ pub struct Chart {
     pub series: Vec<(String, Vec<Pt>)>,
     /// Model curves `(legend, points)`.
     pub models: Vec<(String, Vec<(f64, f64)>)>,
+    /// Lines only: no point markers or bars (time series).
+    pub lines_only: bool,
 }
 
 /// Series colours (colour-blind safe, Okabe–Ito), then grey.
@@ -271,7 +273,7 @@ pub fn svg(c: &Chart) -> String {
             r##"<polyline class="series" points="{}" fill="none" stroke="{col}" stroke-width="2"/>"##,
             d.join(" ")
         );
-        for p in pts {
+        for p in pts.iter().filter(|_| !c.lines_only) {
             let (x, y) = (px(p.x), py(p.y));
             let _ = writeln!(
                 s,
