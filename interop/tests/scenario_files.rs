@@ -143,3 +143,63 @@ fn kept_qlog_files_are_compressed_and_still_readable() {
     assert_eq!(t.events.len(), 100);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn series_follow_the_plot_axes() {
+    use interop::experiment::stats::{summarize_exact, Cell};
+    use interop::scenario::series::series;
+    use interop::scenario::JobReport;
+    let p = plan_text(
+        "[link]\nrate = \"20mbit\"\n[traffic]\nrows = [\"hybrid\", \"cubic\"]\n\
+         [sweep]\nloss = [0, 0.1]\nrtt = [\"10ms\", \"100ms\"]\n[plot]\nx = \"rtt\"\ny = \"goodput_mbps\"\n",
+    )
+    .unwrap();
+    let jobs: Vec<JobReport> = p
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(k, j)| JobReport {
+            point: j.point.clone(),
+            options: j.opts.clone(),
+            results: Some(Vec::new()),
+            cells: Some(
+                j.opts
+                    .loss
+                    .iter()
+                    .flat_map(|l| {
+                        j.opts.rows.iter().map(move |r| Cell {
+                            row: r.clone(),
+                            title: r.clone(),
+                            loss: l.label.clone(),
+                            loss_p: l.mean,
+                            goodput_mbps: summarize_exact(&[k as f64, k as f64 + 2.0]),
+                            ..Default::default()
+                        })
+                    })
+                    .collect(),
+            ),
+            compete: None,
+            planned: 0,
+        })
+        .collect();
+    // x = rtt: one series per (row, loss), a point per RTT in ms.
+    let s = series(&p.plot, &jobs);
+    assert_eq!(s.len(), 4, "{s:?}");
+    assert_eq!(s[0].name, "hybrid loss=0%");
+    let xs: Vec<f64> = s[0].points.iter().map(|q| q.x).collect();
+    assert_eq!(xs, [10.0, 100.0]);
+    assert_eq!((s[0].points[1].median, s[0].points[1].max), (2.0, 3.0));
+    // x = loss: a series per (row, other point), x the loss probability.
+    let mut plot = p.plot.clone();
+    plot.x = "loss".into();
+    let s = series(&plot, &jobs);
+    assert_eq!(s.len(), 4);
+    assert_eq!(s[0].name, "hybrid (rtt=10ms)");
+    assert_eq!(s[0].points.iter().map(|q| q.x).collect::<Vec<_>>(), [0.0, 0.1]);
+    // x = row: a series per loss, x the row's position.
+    plot.x = "row".into();
+    let s = series(&plot, &jobs[..1]);
+    assert_eq!(s.len(), 2);
+    assert_eq!(s[1].name, "loss=10%");
+    assert_eq!(s[1].points[1].x_label, "cubic");
+}
