@@ -111,6 +111,8 @@ impl Controller for Aimd {
                 &self.cfg.common,
             );
             self.ai.reset();
+            // Losses of packets sent before the collapse are part of it.
+            self.send.start_recovery();
         }
     }
 

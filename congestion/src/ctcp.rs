@@ -229,6 +229,8 @@ impl Controller for Ctcp {
             self.slow_start = true;
             self.ai.reset();
             self.cubic.reset();
+            // Losses of packets sent before the collapse are part of it.
+            self.send.start_recovery();
         }
     }
 

@@ -173,6 +173,8 @@ impl Controller for Cubic {
                 &self.cfg.common,
             );
             self.growth.reset();
+            // Losses of packets sent before the collapse are part of it.
+            self.send.start_recovery();
         }
     }
 

@@ -929,6 +929,12 @@ impl Controller for Hybrid {
             self.slow_start = true;
             self.ai.reset();
             self.cubic.reset();
+            // What was sent before the collapse belongs to this episode:
+            // when the path comes back, the first acknowledgement declares
+            // the packets of the outage lost, and they must not end the
+            // new slow start (they did, and hybrid then grew linearly from
+            // the minimum window for seconds).
+            self.send.start_recovery();
         }
     }
 

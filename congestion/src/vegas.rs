@@ -268,6 +268,8 @@ impl Controller for Vegas {
         if packets_retransmitted {
             collapse_window(&mut self.cwnd, &mut self.ssthresh, 0.5, &self.cfg.common);
             self.slow_start = true;
+            // Losses of packets sent before the collapse are part of it.
+            self.send.start_recovery();
         }
     }
 

@@ -915,3 +915,61 @@ fn hybrid_burst_allowance_ends_with_the_first_complete_round() {
         d.cwnd_pkts()
     );
 }
+
+/// After persistent congestion (an outage) the window collapses; when the
+/// path comes back, the first acknowledgement declares the outage's
+/// packets lost. Those losses belong to the collapse: slow start goes on
+/// and the window grows, for every controller.
+fn outage_then_path_back<C: Controller>(mut d: Driver<C>, t0: u64) -> Driver<C> {
+    let lost = d.send(20); // the outage swallows these
+    d.at(ms(t0 + 500));
+    d.cc.on_retransmission_timeout(true);
+    d.cc.on_retransmission_timeout(true);
+    let min = d.cwnd_pkts();
+    assert_eq!(min, 2.0);
+    let probe = d.send(2);
+    d.at(ms(t0 + 540));
+    let lost: Vec<u64> = lost.collect();
+    d.event(probe, &lost, ms(40));
+    assert!(
+        d.cwnd_pkts() > min,
+        "{}: {}",
+        d.cc.state_str(),
+        d.cwnd_pkts()
+    );
+    d
+}
+
+#[test]
+fn losses_of_the_outage_do_not_reduce_again_after_a_collapse() {
+    let (mut h, t) = hybrid_in_ca(HybridConfig::default());
+    // A calibrated erasure rate (from the coding layer): twenty losses in
+    // a round are then "excess" loss, a congestion signal.
+    let now = h.now;
+    h.cc.on_coding_feedback(now, &CodingFeedback::ErasureRate { rate: 0.001 });
+    let mut h = outage_then_path_back(h, t);
+    assert_eq!(h.cc.state_str(), "slow_start");
+    // Slow start doubles per round from there.
+    let r = h.send(4);
+    h.at(ms(t + 580));
+    h.event(r, &[], ms(40));
+    assert_eq!(h.cwnd_pkts(), 8.0);
+    // CTCP, like TCP, halves its threshold at each collapse: it leaves
+    // slow start early, but the outage's losses do not reduce it again.
+    outage_then_path_back(ctcp_in_ca(), 1000);
+    let v = Driver::new(Vegas::new(VegasConfig {
+        common: common(),
+        ..Default::default()
+    }));
+    outage_then_path_back(v, 0);
+    let cu = Driver::new(Cubic::new(CubicConfig {
+        common: common(),
+        ..Default::default()
+    }));
+    outage_then_path_back(cu, 0);
+    let a = Driver::new(Aimd::new(AimdConfig {
+        common: common(),
+        ..Default::default()
+    }));
+    outage_then_path_back(a, 0);
+}
