@@ -195,7 +195,10 @@ fn series_follow_the_plot_axes() {
     let s = series(&plot, &jobs);
     assert_eq!(s.len(), 4);
     assert_eq!(s[0].name, "hybrid (rtt=10ms)");
-    assert_eq!(s[0].points.iter().map(|q| q.x).collect::<Vec<_>>(), [0.0, 0.1]);
+    assert_eq!(
+        s[0].points.iter().map(|q| q.x).collect::<Vec<_>>(),
+        [0.0, 0.1]
+    );
     // x = row: a series per loss, x the row's position.
     plot.x = "row".into();
     let s = series(&plot, &jobs[..1]);

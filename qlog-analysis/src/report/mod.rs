@@ -49,7 +49,7 @@ impl Results {
             ));
         }
         Ok(Results {
-            path: path.into(),
+            path: std::fs::canonicalize(path).unwrap_or_else(|_| path.into()),
             json,
         })
     }
