@@ -166,17 +166,45 @@ pub fn svg(c: &Chart) -> String {
         .iter()
         .flat_map(|(_, p)| p.iter().map(|q| q.x))
         .chain(c.models.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)));
-    let xa = Axis::new(all_x, c.log_x, c.x_ticks.is_none() && !c.log_x);
+    let xa = match &c.x_ticks {
+        // Categories sit in the middle of equal slots.
+        Some(v) => Axis {
+            lo: -0.5,
+            hi: v.len().max(1) as f64 - 0.5,
+            log: false,
+        },
+        None => Axis::new(all_x, c.log_x, !c.log_x),
+    };
     let all_y = c
         .series
         .iter()
         .flat_map(|(_, p)| p.iter().flat_map(|q| [q.lo, q.hi, q.y]))
         .chain(c.models.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)));
     let ya = Axis::new(all_y, c.log_y, true);
-    let (pw, ph) = (W - L - R, H - T - B);
+    let ph = H - T - B;
     let legend_rows = c.series.len() + c.models.len();
-    let total_h = H + 18.0 * legend_rows as f64 + 10.0;
-    let px = |x: f64| L + xa.frac(x) * pw;
+    // Category labels that do not fit side by side are turned by 35°; the
+    // legend moves down by what they need.
+    let longest = c.x_ticks.as_ref().map_or(0, |v| {
+        v.iter().map(|n| n.chars().count()).max().unwrap_or(0)
+    });
+    let slots = c.x_ticks.as_ref().map_or(1, |v| v.len().max(1)) as f64;
+    let turn = longest as f64 * 6.5 > (W - L - R) / slots;
+    // Turned labels reach left of their tick: widen the left margin so the
+    // first one fits.
+    let l = if turn {
+        L.max(longest as f64 * 6.5 * 0.82 + 10.0 - (W - L - R) / slots / 2.0)
+    } else {
+        L
+    };
+    let pw = W - l - R;
+    let extra = if turn {
+        (longest as f64 * 6.5 * 0.57).min(160.0)
+    } else {
+        0.0
+    };
+    let total_h = H + extra + 18.0 * legend_rows as f64 + 10.0;
+    let px = |x: f64| l + xa.frac(x) * pw;
     let py = |y: f64| T + ph - ya.frac(y) * ph;
     let mut s = String::new();
     let _ = writeln!(
@@ -186,7 +214,7 @@ pub fn svg(c: &Chart) -> String {
     let _ = writeln!(s, r##"<rect width="100%" height="100%" fill="#fff"/>"##);
     let _ = writeln!(
         s,
-        r##"<text x="{L}" y="20" font-size="14" font-weight="bold">{}</text>"##,
+        r##"<text x="{l}" y="20" font-size="14" font-weight="bold">{}</text>"##,
         esc(&c.title)
     );
     // Grid and ticks.
@@ -197,9 +225,9 @@ pub fn svg(c: &Chart) -> String {
         let y = py(t);
         let _ = writeln!(
             s,
-            r##"<line x1="{L}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e5e5e5"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-            L + pw,
-            L - 6.0,
+            r##"<line x1="{l}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e5e5e5"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            l + pw,
+            l - 6.0,
             y + 4.0,
             tick(t)
         );
@@ -208,6 +236,15 @@ pub fn svg(c: &Chart) -> String {
         Some(names) => {
             for (k, n) in names.iter().enumerate() {
                 let x = px(k as f64);
+                if turn {
+                    let y = T + ph + 14.0;
+                    let _ = writeln!(
+                        s,
+                        r##"<text x="{x:.1}" y="{y:.1}" text-anchor="end" transform="rotate(-35 {x:.1} {y:.1})">{}</text>"##,
+                        esc(n)
+                    );
+                    continue;
+                }
                 let _ = writeln!(
                     s,
                     r##"<text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
@@ -234,13 +271,13 @@ pub fn svg(c: &Chart) -> String {
     }
     let _ = writeln!(
         s,
-        r##"<rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##
+        r##"<rect x="{l}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##
     );
     let _ = writeln!(
         s,
         r##"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-        L + pw / 2.0,
-        T + ph + 38.0,
+        l + pw / 2.0,
+        T + ph + 38.0 + extra,
         esc(&c.x_label)
     );
     let _ = writeln!(
@@ -284,15 +321,15 @@ pub fn svg(c: &Chart) -> String {
         }
     }
     // Legend below the plot.
-    let mut ly = H + 4.0;
+    let mut ly = H + extra + 4.0;
     for (k, (name, _)) in c.series.iter().enumerate() {
         let col = COLOURS[k % COLOURS.len()];
         let _ = writeln!(
             s,
-            r##"<line x1="{L}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{col}" stroke-width="2"/><circle cx="{:.1}" cy="{ly:.1}" r="3.5" fill="{col}"/><text x="{:.1}" y="{:.1}">{}</text>"##,
-            L + 28.0,
-            L + 14.0,
-            L + 36.0,
+            r##"<line x1="{l}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{col}" stroke-width="2"/><circle cx="{:.1}" cy="{ly:.1}" r="3.5" fill="{col}"/><text x="{:.1}" y="{:.1}">{}</text>"##,
+            l + 28.0,
+            l + 14.0,
+            l + 36.0,
             ly + 4.0,
             esc(name)
         );
@@ -301,10 +338,10 @@ pub fn svg(c: &Chart) -> String {
     for (k, (name, _)) in c.models.iter().enumerate() {
         let _ = writeln!(
             s,
-            r##"<line x1="{L}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{}" stroke-width="2" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}">{}</text>"##,
-            L + 28.0,
+            r##"<line x1="{l}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{}" stroke-width="2" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}">{}</text>"##,
+            l + 28.0,
             ["#555", "#999", "#bbb", "#333"][k % 4],
-            L + 36.0,
+            l + 36.0,
             ly + 4.0,
             esc(name)
         );
