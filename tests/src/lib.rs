@@ -52,6 +52,7 @@ pub struct Pair {
     pub client: quiche::Connection,
     /// Server connection.
     pub server: quiche::Connection,
+    /// The client's own local address.
     client_addr: SocketAddr,
     /// The client's address as the server sees it (a NAT in between).
     client_seen: SocketAddr,
@@ -160,6 +161,16 @@ impl Pair {
     /// come from `addr`, while the client keeps its own address.
     pub fn rebind_client(&mut self, addr: SocketAddr) {
         self.client_seen = addr;
+    }
+
+    /// A connection migration started by the client: it moves to the local
+    /// address `addr` (quiche's `migrate_source`), and the server sees its
+    /// packets come from there. Returns the new path's DCID sequence number.
+    pub fn migrate_client(&mut self, addr: SocketAddr) -> quiche::Result<u64> {
+        let seq = self.client.migrate_source(addr)?;
+        self.client_addr = addr;
+        self.client_seen = addr;
+        Ok(seq)
     }
 
     /// The client's address as the server currently sees it.
