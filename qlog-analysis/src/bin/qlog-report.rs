@@ -1,7 +1,8 @@
 //! `qlog-report [-o DIR] [--compare] [--png] RESULTS.json...`: the HTML
 //! report of each scenario results file (`nc-experiment scenario`), its
 //! plot as SVG (and PNG with `--png`, drawn by headless Chromium), and an
-//! index page; with `--compare`, one page whose plot holds the series of
+//! index page (`--markdown`: the plotted values as tables on stdout);
+//! with `--compare`, one page whose plot holds the series of
 //! all the files (runs of one scenario).
 
 use std::path::{Path, PathBuf};
@@ -9,14 +10,16 @@ use std::process::{Command, ExitCode};
 
 use qlog_analysis::report::{self, Results};
 
-const USAGE: &str = "usage: qlog-report [-o DIR] [--compare] [--png] RESULTS.json...\n\
+const USAGE: &str =
+    "usage: qlog-report [-o DIR] [--compare] [--png] [--markdown] RESULTS.json...\n\
   -o DIR      where the pages go (default: results/report)\n\
   --compare   one page, one plot with the series of every file\n\
-  --png       also a PNG of each plot (needs chromium or chromium-browser)";
+  --png       also a PNG of each plot (needs chromium or chromium-browser)\n\
+  --markdown  also print each file's plotted values as a markdown table";
 
 fn main() -> ExitCode {
     let mut out = PathBuf::from("results/report");
-    let (mut compare, mut png) = (false, false);
+    let (mut compare, mut png, mut md) = (false, false, false);
     let mut inputs = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -27,6 +30,7 @@ fn main() -> ExitCode {
             },
             "--compare" => compare = true,
             "--png" => png = true,
+            "--markdown" => md = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
@@ -43,6 +47,11 @@ fn main() -> ExitCode {
         match Results::read(p) {
             Ok(r) => all.push(r),
             Err(e) => return fail(&e),
+        }
+    }
+    if md {
+        for r in &all {
+            println!("{}", report::markdown(r));
         }
     }
     if let Err(e) = std::fs::create_dir_all(&out) {

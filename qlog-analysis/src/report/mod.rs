@@ -615,6 +615,80 @@ pub fn html(r: &Results) -> (String, String) {
     (page(&r.title(), &b), svg)
 }
 
+/// About three significant digits.
+pub fn sig(v: f64) -> String {
+    let a = v.abs();
+    if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// The plotted values as a markdown table: one row per series, one
+/// column per x value, `median (min–max)`.
+pub fn markdown(r: &Results) -> String {
+    let j = &r.json;
+    let plot = &j["plot"];
+    let mut xs: Vec<(f64, String)> = Vec::new();
+    for s in j["series"].as_array().into_iter().flatten() {
+        for p in s["points"].as_array().into_iter().flatten() {
+            if let (Some(x), Some(l)) = (f(p, "x"), p["x_label"].as_str()) {
+                if !xs.iter().any(|(v, _)| *v == x) {
+                    xs.push((x, l.to_string()));
+                }
+            }
+        }
+    }
+    xs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut out = format!(
+        "{}: {} by {} ({} of {} runs; median (min–max))\n\n| series |",
+        r.title(),
+        plot["y"].as_str().unwrap_or("?"),
+        plot["x"].as_str().unwrap_or("?"),
+        f(j, "done_runs").unwrap_or(0.0),
+        f(j, "planned_runs").unwrap_or(0.0)
+    );
+    for (_, l) in &xs {
+        let _ = write!(out, " {l} |");
+    }
+    out.push_str("\n| --- |");
+    out.push_str(&" ---: |".repeat(xs.len()));
+    out.push('\n');
+    for s in j["series"].as_array().into_iter().flatten() {
+        let _ = write!(out, "| {} |", s["name"].as_str().unwrap_or("?"));
+        for (x, _) in &xs {
+            let p = s["points"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|p| f(p, "x") == Some(*x));
+            let cell = match p {
+                Some(p) => {
+                    let (m, lo, hi) = (
+                        f(p, "median").unwrap_or(f64::NAN),
+                        f(p, "min").unwrap_or(f64::NAN),
+                        f(p, "max").unwrap_or(f64::NAN),
+                    );
+                    if (hi - lo).abs() < 1e-12 {
+                        sig(m)
+                    } else {
+                        format!("{} ({}–{})", sig(m), sig(lo), sig(hi))
+                    }
+                }
+                None => "–".into(),
+            };
+            let _ = write!(out, " {cell} |");
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// One plot with the series of several results files of one scenario.
 pub fn compare(all: &[&Results]) -> (String, String) {
     let svg = chart::svg(&chart_of(all));
