@@ -199,12 +199,27 @@ pub fn chart_of(all: &[&Results]) -> Chart {
         if hi <= lo {
             hi = lo + 1.0; // the chart's own range for a single x
         }
+        let ymax = c
+            .series
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|q| q.hi))
+            .fold(0.0, f64::max);
         if lo.is_finite() {
             for m in plot["models"].as_array().into_iter().flatten() {
                 let Some(name) = m.as_str() else { continue };
-                let pts = models::curve(name, &ctx, lo, hi, 60);
+                let mut pts = models::curve(name, &ctx, lo, hi, 60);
+                // A model far above the measurements would flatten them:
+                // draw it up to three times the largest measured value.
+                let n = pts.len();
+                if ymax > 0.0 {
+                    pts.retain(|&(_, y)| y <= 3.0 * ymax);
+                }
+                let mut legend = models::legend(name).to_string();
+                if pts.len() < n {
+                    legend.push_str(" (drawn up to 3x the largest measurement)");
+                }
                 if !pts.is_empty() {
-                    c.models.push((models::legend(name).to_string(), pts));
+                    c.models.push((legend, pts));
                 }
             }
         }
