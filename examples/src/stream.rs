@@ -1,9 +1,12 @@
 //! The streaming resource `/stream/<rate>/<duration>`: a body written at a
-//! constant application rate in fixed-size chunks, each stamped with its
-//! write time, and the client's measure of per-chunk delivery delay (the
+//! constant application rate in fixed-size chunks, each stamped with the
+//! time it was due, and the client's measure of per-chunk delivery delay (the
 //! time the application reads a chunk minus its stamp).
 //!
-//! A chunk is [`CHUNK`] bytes: the write time in nanoseconds of the host's
+//! A chunk is [`CHUNK`] bytes: the time it was due (its place in the
+//! constant-rate schedule, which is when a live source would have produced
+//! it; the time a chunk waits in the server because the transport cannot
+//! take it is part of its delay) in nanoseconds of the host's
 //! monotonic clock (`CLOCK_MONOTONIC`, 8 bytes big endian), the chunk's
 //! sequence number (4 bytes big endian), then filler. Server and client
 //! must share the clock, i.e. run on one host (loopback, the emulator,
@@ -95,9 +98,11 @@ impl Schedule {
     }
 }
 
-/// Fills `buf` (of [`CHUNK`] bytes) as chunk `seq` written now.
-pub fn write_chunk(buf: &mut [u8; CHUNK], seq: u64) {
-    buf[..8].copy_from_slice(&monotonic_ns().to_be_bytes());
+/// Fills `buf` (of [`CHUNK`] bytes) as chunk `seq`, stamped with the time
+/// it was due: now minus `late`, how long after its due time it is written.
+pub fn write_chunk(buf: &mut [u8; CHUNK], seq: u64, late: Duration) {
+    let stamp = monotonic_ns().saturating_sub(late.as_nanos().min(u64::MAX as u128) as u64);
+    buf[..8].copy_from_slice(&stamp.to_be_bytes());
     buf[8..12].copy_from_slice(&(seq as u32).to_be_bytes());
     for (i, b) in buf[12..].iter_mut().enumerate() {
         *b = b'a' + ((seq as usize + i) % 26) as u8;
@@ -242,7 +247,7 @@ mod tests {
         let mut body = Vec::new();
         for seq in 0..5 {
             let mut c = [0u8; CHUNK];
-            write_chunk(&mut c, seq);
+            write_chunk(&mut c, seq, Duration::ZERO);
             body.extend_from_slice(&c);
         }
         std::thread::sleep(Duration::from_millis(2));
@@ -255,6 +260,13 @@ mod tests {
         assert_eq!(s.out_of_order, 0);
         assert!(s.p50_ms >= 2.0 && s.max_ms < 1000.0, "{s:?}");
         assert!(s.p50_ms <= s.p99_ms && s.p99_ms <= s.max_ms);
+        // A chunk written late is stamped with its due time: the wait in
+        // the server counts.
+        let mut c = [0u8; CHUNK];
+        write_chunk(&mut c, 5, Duration::from_millis(500));
+        let mut m2 = m.clone();
+        m2.on_body(&c);
+        assert!(m2.summary().max_ms >= 500.0, "{:?}", m2.summary());
         // A repeated chunk is flagged.
         m.on_body(&body[..CHUNK]);
         assert_eq!(m.summary().out_of_order, 1);

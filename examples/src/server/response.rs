@@ -272,7 +272,11 @@ impl Response {
             if due > now {
                 return Ok(Some(Pump::Blocked));
             }
-            crate::stream::write_chunk(chunk, *next);
+            // Stamped with the time it was due, not the time it is
+            // written: a live source produced it then, and the time it
+            // waited because the transport could not take it is part of
+            // its delivery delay.
+            crate::stream::write_chunk(chunk, *next, now - due);
         }
         let fin = *next + 1 == schedule.chunks;
         let n = match h3c.send_body(conn, stream_id, &chunk[*written..], fin) {
