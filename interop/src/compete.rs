@@ -197,11 +197,7 @@ pub fn run_compete(
     ) {
         r.error = Some(e);
     }
-    if let Some(q) = &qlog {
-        if let Err(e) = crate::experiment::process::gzip_files(q) {
-            eprintln!("warning: qlog files not compressed: {e}");
-        }
-    }
+    crate::experiment::process::compress_qlogs(qlog.as_deref());
     if r.error.is_none() {
         r.error = r
             .flows

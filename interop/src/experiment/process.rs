@@ -273,6 +273,16 @@ pub(crate) fn sanitize(s: &str) -> String {
         .collect()
 }
 
+/// Compresses a finished run's qlog directory, if it has one; a failure
+/// is a warning (the run's results stand).
+pub fn compress_qlogs(dir: Option<&Path>) {
+    if let Some(d) = dir {
+        if let Err(e) = gzip_files(d) {
+            eprintln!("warning: qlog files not compressed: {e}");
+        }
+    }
+}
+
 /// Compresses every file of `dir` that is not yet compressed into
 /// `NAME.gz` (fast gzip) and removes the original: the qlog files a run
 /// leaves are large (tens of MB for a 10 MB download) and shrink about

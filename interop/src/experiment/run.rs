@@ -43,7 +43,7 @@ use crate::experiment::emulator::{
 };
 use crate::experiment::lines::{is_role_line, json_objects, ClientLine, Delivery, ServerLine};
 use crate::experiment::options::{fmt_secs, LossCase, Options};
-use crate::experiment::process::{children_cpu_s, gzip_files, sanitize, start_listening, Proc};
+use crate::experiment::process::{children_cpu_s, compress_qlogs, sanitize, start_listening, Proc};
 use crate::peer::FlowSpec;
 use crate::relay::Stats;
 
@@ -204,11 +204,7 @@ pub fn run_one(
         r.outcome = Outcome::Failed;
         r.error = Some(e);
     }
-    if let Some(q) = &r.qlog_dir {
-        if let Err(e) = gzip_files(q) {
-            eprintln!("warning: qlog files not compressed: {e}");
-        }
-    }
+    compress_qlogs(r.qlog_dir.as_deref());
     r.wall_s = started.elapsed().as_secs_f64();
     r
 }
