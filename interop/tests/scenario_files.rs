@@ -89,6 +89,8 @@ fn errors_name_file_line_and_field() {
     assert!(e.starts_with("bad.toml:2: traffic.compete: 3 flows"), "{e}");
     let e = plan_text("[link]\nloss = 0.1\n[sweep]\nloss = [0]\n").unwrap_err();
     assert!(e.contains("link.loss: given both"), "{e}");
+    let e = plan_text("[link]\nbuffer = \"bdp\"\n[sweep]\nbuffer = [\"64p\"]\n").unwrap_err();
+    assert!(e.starts_with("bad.toml:2: buffer given both"), "{e}");
     // A missing variant.
     let dir = std::env::temp_dir().join(format!("scen-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

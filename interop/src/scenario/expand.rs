@@ -274,13 +274,11 @@ pub fn plan(
             _ => (&sweep.buffer, &link.buffer, "--buffer"),
         };
         if let (Some(_), Some(b)) = (l, base) {
-            if axis != "buffer" {
-                return Err(src.error(
-                    Some(b.span()),
-                    "",
-                    format!("{axis} given both in its table and as sweep.{axis}"),
-                ));
-            }
+            return Err(src.error(
+                Some(b.span()),
+                "",
+                format!("{axis} given both in its table and as sweep.{axis}"),
+            ));
         }
         let field = format!("sweep.{axis}");
         let vals = if axis == "buffer" {
