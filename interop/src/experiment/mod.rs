@@ -11,8 +11,9 @@
 //!
 //! * [`process`]: child processes, ports, certificates, CPU of children.
 //! * [`lines`]: the tools' JSON lines (client, server, stream delivery).
-//! * [`options`]: the matrix's command line, loss settings, traces, and the
-//!   parsing helpers the subcommands share.
+//! * [`loss_case`]: one loss setting of a table and its label.
+//! * [`options`]: the matrix's command line, traces, and the parsing
+//!   helpers the subcommands share.
 //! * [`bench_options`], [`cellular_options`]: the `bench-e2e` and
 //!   `bench-cellular` command lines.
 //! * [`command`]: the whole command line (which subcommand).
@@ -36,6 +37,7 @@ pub mod cellular_targets;
 pub mod command;
 pub mod emulator;
 pub mod lines;
+pub mod loss_case;
 pub mod matrix;
 pub mod options;
 pub mod process;

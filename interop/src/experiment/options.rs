@@ -1,5 +1,5 @@
 //! The matrix's command line ([`Options`], [`parse_matrix`], [`USAGE`]),
-//! loss settings ([`LossCase`]), capacity traces, and the parsing helpers
+//! capacity traces, and the parsing helpers
 //! the subcommands share (`bench-e2e` in
 //! [`bench_options`](crate::experiment::bench_options), `bench-cellular` in
 //! [`cellular_options`](crate::experiment::cellular_options)).
@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::loss::{LossModel, LossSchedule, ScheduleEnd};
+pub use crate::experiment::loss_case::LossCase;
+pub(crate) use crate::experiment::loss_case::{fmt_pct, fmt_secs};
 use crate::peer::{default_quic_go_peer, default_quinn_peer, FlowSpec, Tools};
-use crate::units::{parse_buffer, parse_duration_with, parse_prob, parse_rate, BufferSpec};
+use crate::units::{parse_buffer, parse_duration_with, parse_rate, BufferSpec};
 
 /// Usage text of `nc-experiment` (the matrix and `--compete`).
 pub const USAGE: &str = "\
@@ -94,75 +95,6 @@ competing flows (instead of the matrix):
                      root); quic-go:cubic uses quic-go-peer (make peers)
   --stagger SECS     start flow B this long after flow A (default 0: B starts as
                      soon as linkem has seen A's first datagram)";
-
-/// One loss setting of the matrix.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct LossCase {
-    /// Label shown in the table (e.g. `1%`, `GE 5% b4`).
-    pub label: String,
-    /// Value passed to `linkem --loss`.
-    pub spec: String,
-    /// Mean loss rate, if the model is constant (used for efficiency).
-    pub mean: Option<f64>,
-}
-
-impl LossCase {
-    /// Parses `0.01`, `1%`, or any linkem loss spec.
-    pub fn parse(s: &str) -> Result<LossCase, String> {
-        if let Ok(p) = parse_prob(s) {
-            return Ok(LossCase {
-                label: fmt_pct(p),
-                spec: format!("bernoulli:{p}"),
-                mean: Some(p),
-            });
-        }
-        let sched = LossSchedule::parse(s).map_err(|e| format!("--loss: {e}"))?;
-        let one = match sched.segments.as_slice() {
-            [one] if one.to.is_none() || sched.end == ScheduleEnd::Hold && one.from.is_zero() => {
-                Some(one.model)
-            }
-            _ => None,
-        };
-        let label = match one {
-            // Simple Gilbert: every bad-state packet lost, mean burst 1/r.
-            Some(
-                m @ LossModel::GilbertElliott {
-                    r,
-                    loss_good,
-                    loss_bad,
-                    ..
-                },
-            ) if loss_good == 0.0 && loss_bad == 1.0 && r > 0.0 => {
-                format!("GE {} b{}", fmt_pct(m.mean_loss()), trim_num(1.0 / r, 1))
-            }
-            _ => s.to_string(),
-        };
-        Ok(LossCase {
-            label,
-            spec: s.to_string(),
-            mean: one.map(|m| m.mean_loss()),
-        })
-    }
-}
-
-/// `0.05` → `5%` (at most two decimals of a percent).
-pub(crate) fn fmt_pct(p: f64) -> String {
-    format!("{}%", trim_num(p * 100.0, 2))
-}
-
-/// Seconds with at most two decimals: `90`, `0.12`, `2.5`.
-pub(crate) fn fmt_secs(d: Duration) -> String {
-    trim_num(d.as_secs_f64(), 2)
-}
-
-fn trim_num(v: f64, prec: usize) -> String {
-    let s = format!("{v:.prec$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
 
 /// Options of the matrix (and of each `bench-e2e` table, and `--compete`).
 #[derive(Clone, Debug, Serialize)]
