@@ -82,6 +82,17 @@ impl ClientArgs {
     }
 }
 
+impl Default for TransportArgs {
+    /// The command line's defaults (one definition: clap's).
+    fn default() -> TransportArgs {
+        use clap::{Command, FromArgMatches};
+        let m = TransportArgs::augment_args(Command::new("defaults"))
+            .try_get_matches_from(["defaults"])
+            .expect("the defaults parse");
+        TransportArgs::from_arg_matches(&m).expect("the defaults parse")
+    }
+}
+
 impl TransportArgs {
     /// The pacing slack as a duration.
     pub fn pacing_slack(&self) -> std::time::Duration {
@@ -171,6 +182,12 @@ pub struct ClientArgs {
     /// Do not verify the server certificate.
     #[arg(long)]
     pub no_verify: bool,
+
+    /// Accept only the server certificate with this SHA-256 (64 hex digits
+    /// of its DER encoding; `qnc-certs` prints it), whoever signed it.
+    #[arg(long, value_name = "HEX", conflicts_with_all = ["ca", "no_verify"],
+          value_parser = crate::transport::parse_pin)]
+    pub pin_sha256: Option<String>,
 
     /// Save response bodies into this directory (otherwise only counted).
     #[arg(long, value_name = "DIR")]

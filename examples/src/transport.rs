@@ -74,8 +74,36 @@ pub enum Trust {
     CaFile(std::path::PathBuf),
     /// Trust the system's CA store.
     System,
+    /// Accept exactly the leaf certificate whose DER encoding has this
+    /// SHA-256 (hex), whoever signed it (certificate pinning).
+    Pinned(String),
     /// Accept any certificate.
     NoVerify,
+}
+
+/// The SHA-256 pin (lower-case hex) of a PEM certificate, as
+/// [`Trust::Pinned`] and `qnc-client --pin-sha256` take it.
+pub fn pin_of_pem(pem: &[u8]) -> Result<String, String> {
+    let cert =
+        boring::x509::X509::from_pem(pem).map_err(|_| "not a PEM certificate".to_string())?;
+    let d = cert
+        .digest(boring::hash::MessageDigest::sha256())
+        .map_err(|e| format!("digest: {e}"))?;
+    Ok(crate::hex(&d))
+}
+
+/// Checks a pin's spelling: 64 hex digits (colons allowed, case ignored).
+pub fn parse_pin(s: &str) -> Result<String, String> {
+    let h: String = s
+        .chars()
+        .filter(|c| *c != ':')
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(h)
+    } else {
+        Err(format!("'{s}' is not a SHA-256 pin (64 hex digits)"))
+    }
 }
 
 /// Client configuration: [`configure`] plus certificate verification.
@@ -98,9 +126,20 @@ pub fn client_config(
                 .map_err(|_| format!("cannot load CA certificates from {p}"))?;
         }
         Trust::System => builder.set_default_verify_paths().map_err(tls_err)?,
+        Trust::Pinned(pin) => {
+            // The pin replaces chain and name checks: the leaf itself is
+            // what the caller trusts.
+            let pin = parse_pin(pin)?;
+            builder.set_cert_verify_callback(move |ctx| {
+                ctx.cert()
+                    .and_then(|c| c.digest(boring::hash::MessageDigest::sha256()).ok())
+                    .is_some_and(|d| crate::hex(&d) == pin)
+            });
+        }
         Trust::NoVerify => (),
     }
-    if let (Some(ip), false) = (ip, matches!(trust, Trust::NoVerify)) {
+    let checks_chain = matches!(trust, Trust::CaFile(_) | Trust::System);
+    if let (Some(ip), true) = (ip, checks_chain) {
         // Run the normal chain verification with the IP address added to
         // the identities the leaf must match.
         builder.set_cert_verify_callback(move |ctx| {
@@ -159,5 +198,16 @@ mod tests {
         assert!(client_config(&targs(), &Trust::NoVerify, None).is_ok());
         let ip = "127.0.0.1".parse().ok();
         assert!(client_config(&targs(), &Trust::NoVerify, ip).is_ok());
+    }
+
+    #[test]
+    fn pins_are_64_hex_digits() {
+        let h = "AB".repeat(32);
+        assert_eq!(parse_pin(&h).unwrap(), "ab".repeat(32));
+        let colons = vec!["ab"; 32].join(":");
+        assert_eq!(parse_pin(&colons).unwrap(), "ab".repeat(32));
+        assert!(parse_pin("abc").is_err());
+        assert!(parse_pin(&"zz".repeat(32)).is_err());
+        assert!(client_config(&targs(), &Trust::Pinned("x".into()), None).is_err());
     }
 }

@@ -19,6 +19,8 @@ pub enum UploadSpec {
     File(PathBuf),
     /// `n` bytes of the synthetic pattern (byte i = `'a' + i % 26`).
     Pattern(u64),
+    /// Bytes held in memory (library callers).
+    Bytes(std::sync::Arc<[u8]>),
 }
 
 impl UploadSpec {
@@ -35,6 +37,7 @@ impl UploadSpec {
                 (Source::File(f, p.clone()), len)
             }
             UploadSpec::Pattern(n) => (Source::Pattern(Pattern::new(CHUNK)), *n),
+            UploadSpec::Bytes(b) => (Source::Memory(b.clone()), b.len() as u64),
         };
         let mut b = Body {
             src,
@@ -55,6 +58,7 @@ impl UploadSpec {
 enum Source {
     File(File, PathBuf),
     Pattern(Pattern),
+    Memory(std::sync::Arc<[u8]>),
 }
 
 /// A request body being sent.
@@ -102,6 +106,11 @@ impl Body {
                 Source::Pattern(p) => {
                     self.buf.clear();
                     self.buf.extend_from_slice(p.slice(self.taken, want as u64));
+                }
+                Source::Memory(m) => {
+                    let at = self.taken as usize;
+                    self.buf.clear();
+                    self.buf.extend_from_slice(&m[at..at + want]);
                 }
                 Source::File(f, path) => {
                     self.buf.resize(want, 0);
@@ -189,6 +198,9 @@ mod tests {
         assert_eq!(f.len(), 70_000);
         assert_eq!(drain(&mut f, 70_000), &data[..70_000]);
         let _ = std::fs::remove_file(&path);
+        let mut m = UploadSpec::Bytes(data[..100_000].into()).open().unwrap();
+        assert_eq!(drain(&mut m, 9_999), &data[..100_000]);
+        assert!(m.digest().is_some());
         assert!(UploadSpec::File("/nonexistent/x".into())
             .open()
             .unwrap_err()

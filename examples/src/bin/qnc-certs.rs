@@ -14,6 +14,13 @@ fn main() -> std::process::ExitCode {
                 p.cert.display(),
                 p.key.display()
             );
+            // The leaf's pin, for `qnc-client --pin-sha256` and the SDK.
+            if let Ok(pin) = std::fs::read(&p.cert)
+                .map_err(|e| e.to_string())
+                .and_then(|pem| quic_nc_examples::transport::pin_of_pem(&pem))
+            {
+                println!("leaf sha256 pin {pin}");
+            }
             std::process::ExitCode::SUCCESS
         }
         Err(e) => {

@@ -3,8 +3,9 @@
 
 use std::time::Instant;
 
-use super::{Client, EXIT_INTERRUPTED};
-use crate::args::ClientArgs;
+use super::conn::Conn;
+use super::error::{Error, ErrorKind};
+use super::EXIT_INTERRUPTED;
 use crate::report::{ClientReport, Counters};
 
 /// What a client run produced.
@@ -12,14 +13,14 @@ use crate::report::{ClientReport, Counters};
 pub struct Outcome {
     /// The per-connection report, when a connection was established.
     pub report: Option<ClientReport>,
-    /// The one-line error, if the run failed.
-    pub error: Option<String>,
+    /// The error, if the run failed.
+    pub error: Option<Error>,
     /// Process exit status.
     pub exit: u8,
 }
 
 impl Outcome {
-    pub(super) fn failed(error: String) -> Outcome {
+    pub(super) fn failed(error: Error) -> Outcome {
         Outcome {
             report: None,
             error: Some(error),
@@ -28,8 +29,8 @@ impl Outcome {
     }
 }
 
-impl Client {
-    pub(super) fn report(&self, args: &ClientArgs) -> ClientReport {
+impl Conn {
+    pub(super) fn report(&self) -> ClientReport {
         let status = self
             .requests
             .iter()
@@ -45,7 +46,7 @@ impl Client {
             duration: end.saturating_duration_since(self.started),
             requests: self.requests.len(),
             counters: Counters::of(&self.conn),
-            cc: args.transport.cc.clone(),
+            cc: self.cc.clone(),
             nc: self.nc.stats(),
             uploaded: self
                 .requests
@@ -67,8 +68,8 @@ impl Client {
         }
     }
 
-    pub(super) fn outcome(&self, args: &ClientArgs) -> Outcome {
-        let report = self.established.then(|| self.report(args));
+    pub(super) fn outcome(&self) -> Outcome {
+        let report = self.established.then(|| self.report());
         let error = self.error();
         let exit = match (&error, self.stop.interrupted) {
             (_, true) => EXIT_INTERRUPTED,
@@ -82,38 +83,59 @@ impl Client {
         }
     }
 
-    /// The one error line describing a failed run, if it failed.
-    fn error(&self) -> Option<String> {
+    /// Why the connection as a whole failed, if it did.
+    pub(super) fn connection_error(&self) -> Option<Error> {
         let peer = self.peer;
         if self.stop.interrupted {
-            return Some("interrupted".into());
+            return Some(Error::new(ErrorKind::Cancelled, "interrupted"));
         }
         if self.stop.refused {
-            return Some(format!("no response from {peer} (connection refused)"));
+            return Some(Error::new(
+                ErrorKind::Unreachable,
+                format!("no response from {peer} (connection refused)"),
+            ));
         }
         if let Some(e) = tls_error(&self.conn) {
-            return Some(format!("TLS handshake with {peer} failed: {e}"));
+            return Some(Error::new(
+                ErrorKind::Tls,
+                format!("TLS handshake with {peer} failed: {e}"),
+            ));
         }
         if self.stop.timed_out {
-            return Some(format!(
-                "timed out after {:.1} s",
-                self.started.elapsed().as_secs_f64()
+            return Some(Error::new(
+                ErrorKind::Timeout,
+                format!(
+                    "timed out after {:.1} s",
+                    self.started.elapsed().as_secs_f64()
+                ),
             ));
         }
         if !self.established {
             if self.stop.handshake_timeout && self.conn.stats().recv > 0 {
-                return Some(format!(
-                    "handshake with {peer} did not complete within the idle timeout"
+                return Some(Error::new(
+                    ErrorKind::Timeout,
+                    format!("handshake with {peer} did not complete in time"),
                 ));
             }
-            return Some(format!("no response from {peer}"));
+            return Some(Error::new(
+                ErrorKind::Unreachable,
+                format!("no response from {peer}"),
+            ));
         }
-        if let Some(e) = &self.stop.fatal {
-            return Some(e.clone());
+        if self.stop.closed_by_caller {
+            return Some(Error::new(ErrorKind::Cancelled, "client closed"));
+        }
+        self.stop.fatal.clone()
+    }
+
+    /// The error of a failed command-line run, if it failed.
+    fn error(&self) -> Option<Error> {
+        if let Some(e) = self.connection_error() {
+            return Some(e);
         }
         for r in &self.requests {
             if let Some(f) = &r.failure {
-                return Some(format!("GET {}: {f}", r.url.text));
+                return Some(Error::new(f.kind, format!("GET {}: {f}", r.url.text)));
             }
             if !r.done {
                 let why = match self.conn.peer_error() {
@@ -121,16 +143,22 @@ impl Client {
                     None if self.conn.is_timed_out() => " (idle timeout)".to_string(),
                     None => String::new(),
                 };
-                return Some(format!(
-                    "GET {}: connection closed before the response completed{why}",
-                    r.url.text
+                return Some(Error::new(
+                    ErrorKind::Protocol,
+                    format!(
+                        "GET {}: connection closed before the response completed{why}",
+                        r.url.text
+                    ),
                 ));
             }
         }
         self.requests
             .iter()
             .find(|r| r.status.is_some_and(|s| s >= 400))
-            .map(|r| format!("GET {}: status {}", r.url.text, r.status.unwrap_or(0)))
+            .map(|r| {
+                let s = r.status.unwrap_or(0);
+                Error::status(s, format!("GET {}: status {s}", r.url.text))
+            })
     }
 }
 

@@ -1,18 +1,71 @@
-//! One request of the client: its URL, response status, and where the
-//! body goes.
+//! One request of the client: its URL, response status, where the body
+//! goes, and who hears about it.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use quiche::h3::{self, NameValue};
 
+use super::error::{Error, ErrorKind};
+use super::response::Response;
 use crate::stream::{DelayMeter, CHUNK_HEADER};
 use crate::upload::Body;
 use crate::url::Url;
 
+/// Largest body kept in memory ([`Sink::Memory`]): a server cannot make the
+/// client allocate more; larger responses belong in a file.
+pub const MEMORY_LIMIT: u64 = 256 << 20;
+
+/// Least time between two progress callbacks of one request.
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+/// How far a response has come, as progress callbacks see it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Transferred {
+    /// Body bytes received so far.
+    pub bytes: u64,
+    /// The announced length, if the server sent one.
+    pub total: Option<u64>,
+    /// Goodput since the request was issued, bit/s.
+    pub goodput_bps: f64,
+}
+
+/// Called with the request's progress (at most every 100 ms, and once at
+/// the end), on the connection's thread.
+pub type ProgressFn = Box<dyn FnMut(Transferred) + Send>;
+
+/// Called with each piece of body as it arrives, on the connection's thread.
+pub type ChunkFn = Box<dyn FnMut(&[u8]) + Send>;
+
+/// Called once with the request's result, on the connection's thread.
+pub type DoneFn = Box<dyn FnOnce(Result<Response, Error>) + Send>;
+
+/// Where a response body goes.
+pub enum Sink {
+    /// Counted, not kept.
+    Discard,
+    /// Into this file (created with the first byte or at the end).
+    File(PathBuf),
+    /// Into [`Response::body`], up to [`MEMORY_LIMIT`].
+    Memory,
+    /// To a callback, piece by piece.
+    Chunks(ChunkFn),
+}
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Sink::Discard => f.write_str("Discard"),
+            Sink::File(p) => write!(f, "File({})", p.display()),
+            Sink::Memory => f.write_str("Memory"),
+            Sink::Chunks(_) => f.write_str("Chunks"),
+        }
+    }
+}
+
 /// State of one request.
-#[derive(Debug)]
 pub struct Request {
     /// The URL requested.
     pub url: Url,
@@ -24,10 +77,26 @@ pub struct Request {
     pub content_length: Option<u64>,
     /// Body bytes received.
     pub bytes: u64,
-    /// Whether the response is complete.
+    /// Whether the response is complete (or failed).
     pub done: bool,
-    /// Set when the stream was reset or the body failed.
-    pub failure: Option<String>,
+    /// Set when the stream was reset, the body failed or the request was
+    /// cancelled or timed out.
+    pub failure: Option<Error>,
+    /// The library's id of the request (0 for the command-line tool's).
+    pub id: u64,
+    /// When the request was issued.
+    pub issued: Instant,
+    /// When it must have finished.
+    pub deadline: Option<Instant>,
+    /// The response headers, as text.
+    pub response_headers: Vec<(String, String)>,
+    /// Where the result goes (library requests).
+    pub reply: Option<DoneFn>,
+    /// Progress callback.
+    pub on_progress: Option<ProgressFn>,
+    last_progress: Option<Instant>,
+    memory: Option<Vec<u8>>,
+    chunks: Option<ChunkFn>,
     /// The request body being uploaded (POST), if any.
     pub upload: Option<Body>,
     /// The server's receipt of the upload (`x-sha256`).
@@ -40,9 +109,34 @@ pub struct Request {
     writer: Option<BufWriter<File>>,
 }
 
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request")
+            .field("id", &self.id)
+            .field("url", &self.url.text)
+            .field("stream_id", &self.stream_id)
+            .field("status", &self.status)
+            .field("bytes", &self.bytes)
+            .field("done", &self.done)
+            .field("failure", &self.failure)
+            .finish()
+    }
+}
+
 impl Request {
     /// A request for `url`; the body is saved to `save_as` if given.
     pub fn new(url: Url, save_as: Option<PathBuf>) -> Request {
+        Request::with_sink(url, save_as.map_or(Sink::Discard, Sink::File))
+    }
+
+    /// A request for `url` whose body goes to `sink`.
+    pub fn with_sink(url: Url, sink: Sink) -> Request {
+        let (save_as, memory, chunks) = match sink {
+            Sink::Discard => (None, None, None),
+            Sink::File(p) => (Some(p), None, None),
+            Sink::Memory => (None, Some(Vec::new()), None),
+            Sink::Chunks(f) => (None, None, Some(f)),
+        };
         Request {
             url,
             stream_id: None,
@@ -51,12 +145,67 @@ impl Request {
             bytes: 0,
             done: false,
             failure: None,
+            id: 0,
+            issued: Instant::now(),
+            deadline: None,
+            response_headers: Vec::new(),
+            reply: None,
+            on_progress: None,
+            last_progress: None,
+            memory,
+            chunks,
             upload: None,
             receipt: None,
             delivery: None,
             save_as,
             writer: None,
         }
+    }
+
+    /// Ends the request with `error` (cancelled, timed out, failed).
+    pub fn fail(&mut self, error: Error) {
+        if !self.done {
+            self.done = true;
+            self.failure = Some(error);
+        }
+    }
+
+    /// Calls the progress callback if it is due (or `last`).
+    pub fn report_progress(&mut self, now: Instant, last: bool) {
+        let Some(f) = self.on_progress.as_mut() else {
+            return;
+        };
+        if !last && self.last_progress.is_some_and(|t| now - t < PROGRESS_EVERY) {
+            return;
+        }
+        self.last_progress = Some(now);
+        let secs = now.saturating_duration_since(self.issued).as_secs_f64();
+        f(Transferred {
+            bytes: self.bytes,
+            total: self.content_length,
+            goodput_bps: if secs > 0.0 {
+                self.bytes as f64 * 8.0 / secs
+            } else {
+                0.0
+            },
+        });
+    }
+
+    /// The result to hand the caller, once done: the response, or why
+    /// there is none.
+    pub fn result(&mut self, now: Instant) -> Result<Response, Error> {
+        if let Some(e) = &self.failure {
+            return Err(e.clone());
+        }
+        Ok(Response {
+            url: self.url.text.clone(),
+            status: self.status.unwrap_or(0),
+            headers: std::mem::take(&mut self.response_headers),
+            body: self.memory.take().unwrap_or_default(),
+            saved_to: self.save_as.clone(),
+            bytes: self.bytes,
+            elapsed: now.saturating_duration_since(self.issued),
+        })
     }
 
     /// The same request with `body` as its upload (sent as a POST).
@@ -139,6 +288,12 @@ impl Request {
     pub fn on_headers(&mut self, list: &[h3::Header]) {
         for h in list {
             let v = std::str::from_utf8(h.value()).ok();
+            if self.reply.is_some() {
+                self.response_headers.push((
+                    String::from_utf8_lossy(h.name()).into_owned(),
+                    String::from_utf8_lossy(h.value()).into_owned(),
+                ));
+            }
             match h.name() {
                 b":status" => self.status = v.and_then(|v| v.parse().ok()),
                 b"content-length" => self.content_length = v.and_then(|v| v.parse().ok()),
@@ -148,7 +303,10 @@ impl Request {
             }
         }
         if self.status.is_none() {
-            self.failure = Some("response without a valid :status".into());
+            self.failure = Some(Error::new(
+                ErrorKind::Protocol,
+                "response without a valid :status",
+            ));
         }
     }
 
@@ -157,6 +315,18 @@ impl Request {
         self.bytes += data.len() as u64;
         if let Some(m) = self.delivery.as_mut() {
             m.on_body(data);
+        }
+        if let Some(f) = self.chunks.as_mut() {
+            f(data);
+        }
+        if let Some(m) = self.memory.as_mut() {
+            if m.len() as u64 + data.len() as u64 > MEMORY_LIMIT {
+                return Err(format!(
+                    "GET {}: response larger than the in-memory limit ({MEMORY_LIMIT} bytes); save it to a file",
+                    self.url.text
+                ));
+            }
+            m.extend_from_slice(data);
         }
         let res = match self.writer()? {
             Some(w) => w.write_all(data),

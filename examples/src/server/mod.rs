@@ -323,7 +323,8 @@ fn on_new_connection(
     conn: &mut quiche::Connection,
     t: &crate::args::TransportArgs,
 ) -> Result<quic_nc::Handle, String> {
-    let qlog = match crate::qlog::attach(conn, Role::Server) {
+    let qlog = match crate::qlog::attach(conn, Role::Server, crate::qlog::dir_from_env().as_deref())
+    {
         Ok(p) => p.is_some(),
         Err(e) => {
             eprintln!("warning: {e}");
