@@ -2,7 +2,8 @@
 #   make demo    coded QUIC beside quiche's controllers over an emulated lossy link
 #   make bench-e2e  end-to-end benchmark tables + target check (results/)
 #   make bench-cellular  coded QUIC on replayed LTE traces: tables, target check, SVG plots (results/)
-#   make test    everything CI runs (workspace tests, quiche's own suite on the patched tree, short fuzz runs)
+#   make test    everything CI runs (workspace tests, quiche's own suite on the patched tree, short fuzz runs, the SDK from Python/C/Kotlin)
+#   make test-sdk  the SDK alone: bindings into target/sdk/, tests from Python, C (valgrind) and Kotlin (Maven)
 #   make bench   benchmarks (print ratios against a baseline measured in the same run)
 #   make peers   foreign QUIC peers for nc-experiment --compete (quic-go; needs Go)
 #   make interop the interop runner's test cases against third-party QUIC stacks (results/interop-*)
@@ -12,7 +13,7 @@ CARGO ?= cargo
 QUICHE_DIR := .quiche/quiche-0.30.0
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all quiche build release peers interop demo report test test-workspace test-quiche test-fuzz bench bench-coding bench-cc bench-e2e bench-cellular fuzz fmt clippy clean-quiche
+.PHONY: all quiche build release peers interop demo report test test-sdk test-workspace test-quiche test-fuzz bench bench-coding bench-cc bench-e2e bench-cellular fuzz fmt clippy clean-quiche
 
 all: build
 
@@ -75,10 +76,15 @@ report: quiche
 		$(EXPERIMENT) scenario --variant $(VARIANT) --report $$f || exit 1; done
 	$(REPORT) -o results/report --png $(foreach f,$(SCENARIOS),results/scenario-$(basename $(notdir $(f)))-$(VARIANT)/results.json)
 
-test: test-workspace test-quiche test-fuzz
+test: test-workspace test-quiche test-fuzz test-sdk
 
 test-workspace: quiche
 	$(CARGO) test --workspace
+
+# The SDK from Python, C (under valgrind) and Kotlin on the JVM; bindings
+# are generated into target/sdk/ (sdk/bindings.sh).
+test-sdk: quiche
+	bash sdk/test.sh
 
 # A short run of every fuzz target (10 s each; skipped, saying so, without a
 # nightly toolchain).
