@@ -198,13 +198,20 @@ impl Client {
     /// Cancels what is in flight, closes every connection and waits for
     /// the threads to end. Dropping the client does the same.
     pub fn close(&self) {
-        let mut workers = lock(&self.workers);
-        for w in workers.values() {
+        // Take the workers out first: a callback running on a worker thread
+        // may call into the client while we wait for that thread.
+        let workers: Vec<Worker> = lock(&self.workers).drain().map(|(_, w)| w).collect();
+        for w in &workers {
             w.send(Command::Close);
         }
-        for (_, mut w) in workers.drain() {
+        let me = std::thread::current().id();
+        for mut w in workers {
             if let Some(t) = w.thread.take() {
-                let _ = t.join();
+                // A client dropped inside one of its own callbacks cannot
+                // wait for its own thread; that thread ends by itself.
+                if t.thread().id() != me {
+                    let _ = t.join();
+                }
             }
         }
     }
