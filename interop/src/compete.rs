@@ -1,7 +1,8 @@
-//! Competing flows: `nc-experiment --compete A,B`.
+//! Competing flows: `nc-experiment --compete A,B[,C...]`.
 //!
-//! One run = two HTTP/3 downloads of `--size` bytes sharing ONE emulated
-//! bottleneck per direction. Each flow has its own `qnc-server` (started with
+//! One run = two to eight HTTP/3 downloads of `--size` bytes sharing ONE
+//! emulated bottleneck per direction (flow k starts k × `--stagger` after
+//! flow A). Each flow has its own `qnc-server` (started with
 //! its controller: the server's controller governs a download) and its own
 //! `qnc-client` (same `--cc`), or another stack's server and client
 //! (`ngtcp2:cubic`, `quic-go:cubic`; see [`crate::peer`]); a single `linkem`
@@ -17,12 +18,18 @@
 //! counters when B has been learned (both flows active) and when the first
 //! client exits (one flow done); each flow's *share* is its delivered bytes
 //! between the two snapshots divided by the time between them (linkem's own
-//! clock). This is the throughput while both flows competed; it counts all
+//! clock). With more than two flows, the period is the one in which all
+//! were active. This is the throughput while the flows competed; it counts all
 //! datagrams of the flow (retransmissions, coded redundancy, ACK-only
 //! packets), i.e. what the flow took from the bottleneck. The snapshot at
 //! the end is taken a few tens of milliseconds after the first flow's last
 //! data (client exit + polling), during which the other flow is alone: a
 //! bias of well under 1 % on overlaps of several seconds.
+//!
+//! A late joiner must get its share soon: from the last flow's start on,
+//! the runner also samples the counters every [`SAMPLE_EVERY`], and
+//! [`time_to_fair_share`] finds when the last flow first carried at least
+//! [`FAIR_FRACTION`] of an equal share over a one-second window.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -37,6 +44,19 @@ use crate::experiment::process::{check_interrupted, sanitize, start_listening, P
 use crate::experiment::table::render;
 use crate::peer::FlowSpec;
 use crate::relay::Stats;
+
+/// Most flows one run takes.
+pub const MAX_FLOWS: usize = 8;
+
+/// Counter sampling period after the last flow joined.
+pub const SAMPLE_EVERY: Duration = Duration::from_millis(250);
+
+/// Fraction of an equal share the last joiner must reach (over one second)
+/// for [`CompeteResult::join_fair_s`].
+pub const FAIR_FRACTION: f64 = 0.8;
+
+/// Flow names in tables: A, B, C, ...
+const NAMES: [&str; MAX_FLOWS] = ["A", "B", "C", "D", "E", "F", "G", "H"];
 
 /// The outcome of one flow of a competing run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -78,7 +98,7 @@ pub struct FlowResult {
 /// The outcome of one competing run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct CompeteResult {
-    /// `A,B`.
+    /// The flows, `A,B[,C...]`.
     pub pair: String,
     /// Loss label.
     pub loss: String,
@@ -86,18 +106,24 @@ pub struct CompeteResult {
     pub run: usize,
     /// linkem seed used.
     pub seed: u64,
-    /// Configured start delay of flow B, seconds.
+    /// Configured start delay of each flow after the previous one, seconds.
     pub stagger_s: f64,
     /// Error of the run (or of a flow), if any.
     pub error: Option<String>,
-    /// Flows A and B.
+    /// The flows, A first.
     pub flows: Vec<FlowResult>,
-    /// Length of the period both flows were active (between the snapshots), s.
+    /// Length of the period all flows were active (between the snapshots), s.
     pub overlap_s: Option<f64>,
-    /// share(A) / share(B).
+    /// share(A) / share(B) for two flows; the largest share over the
+    /// smallest for more.
     pub ratio: Option<f64>,
-    /// Jain's fairness index of the two shares.
+    /// Jain's fairness index of the shares.
     pub jain: Option<f64>,
+    /// Seconds from the last flow's start until it first carried
+    /// [`FAIR_FRACTION`] of an equal share over one second (`None`: never,
+    /// or not measured).
+    #[serde(default)]
+    pub join_fair_s: Option<f64>,
     /// Emulator statistics at the end of the run.
     pub emulator: Option<Stats>,
     /// Where the run's qlog files are (`--qlog-dir`).
@@ -131,6 +157,46 @@ pub fn shares(a: &Stats, b: &Stats, n: usize) -> Option<(f64, Vec<f64>)> {
         })
         .collect();
     Some((dt, v))
+}
+
+/// The ratio reported for `shares`: A/B for two flows, largest over
+/// smallest for more; `None` if a divisor is zero.
+pub fn share_ratio(shares: &[f64]) -> Option<f64> {
+    match shares {
+        [a, b] => (*b > 0.0).then(|| a / b),
+        v if v.len() > 2 => {
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().copied().fold(0.0, f64::max);
+            (lo > 0.0).then(|| hi / lo)
+        }
+        _ => None,
+    }
+}
+
+/// When the last of `n` flows first got its share: `samples` are (linkem
+/// time s, delivered bytes per client) taken from the last flow's start
+/// (`joined_s`, linkem time) on. Over every window of at least one second
+/// ending at a sample, the last flow's bytes are compared with
+/// [`FAIR_FRACTION`] of the window's total over `n`; returns the seconds
+/// from `joined_s` to the end of the first window that passes.
+pub fn time_to_fair_share(samples: &[(f64, Vec<u64>)], n: usize, joined_s: f64) -> Option<f64> {
+    let last = n.checked_sub(1)?;
+    for (j, (t1, b1)) in samples.iter().enumerate() {
+        // The latest sample at least a second before this one.
+        let Some((t0, b0)) = samples[..j].iter().rev().find(|(t0, _)| t1 - t0 >= 1.0) else {
+            continue;
+        };
+        if b0.len() < n || b1.len() < n {
+            continue;
+        }
+        let d: Vec<u64> = (0..n).map(|k| b1[k].saturating_sub(b0[k])).collect();
+        let total: u64 = d.iter().sum();
+        if total > 0 && d[last] as f64 >= FAIR_FRACTION * total as f64 / n as f64 {
+            return Some((t1 - joined_s).max(0.0));
+        }
+        let _ = t0;
+    }
+    None
 }
 
 /// Runs one competing pair; never panics on child misbehaviour.
@@ -202,13 +268,13 @@ pub fn run_compete(
         r.error = r
             .flows
             .iter()
-            .zip(["A", "B"])
+            .zip(NAMES)
             .find_map(|(f, n)| f.error.as_ref().map(|e| format!("flow {n}: {e}")));
     }
     r
 }
 
-/// Every loss × run of `--compete A,B` (loss-major), with progress lines
+/// Every loss × run of `--compete A,B[,...]` (loss-major), with progress lines
 /// prefixed by `tag` on stderr. Stops early when interrupted or past the
 /// options' deadline.
 pub fn run_compete_table(
@@ -234,7 +300,10 @@ pub fn run_compete_table(
             let r = run_compete(opts, pair, loss, run, work, certs);
             match (&r.error, r.ratio, r.jain) {
                 (Some(e), _, _) => eprintln!("FAILED: {e}"),
-                (None, Some(q), Some(j)) => eprintln!("A/B {q:.2}, Jain {j:.3}"),
+                (None, Some(q), Some(j)) if r.flows.len() == 2 => {
+                    eprintln!("A/B {q:.2}, Jain {j:.3}")
+                }
+                (None, Some(q), Some(j)) => eprintln!("max/min {q:.2}, Jain {j:.3}"),
                 _ => eprintln!("done"),
             }
             rows.push(r);
@@ -373,7 +442,11 @@ fn compete_inner(
 ) -> Result<(), String> {
     let deadline = Instant::now() + opts.timeout;
     let idle_ms = opts.idle_ms;
-    let tags = ["a", "b"];
+    let tags = ["a", "b", "c", "d", "e", "f", "g", "h"];
+    let n = pair.len();
+    if !(2..=MAX_FLOWS).contains(&n) {
+        return Err(format!("{n} flows: a run takes 2 to {MAX_FLOWS}"));
+    }
     let mut servers = Vec::new();
     for (k, spec) in pair.iter().enumerate() {
         let root = dir.join(format!("root-{}", tags[k]));
@@ -401,46 +474,51 @@ fn compete_inner(
         linkem_command(opts, port, &upstreams, loss, run, seed, &stats_path)
     })?;
 
+    // Flow k starts k × stagger after flow A, and never before linkem has
+    // mapped flow k-1's client to its upstream (linkem maps clients to
+    // upstreams in order of first appearance).
     let t0 = Instant::now();
-    let mut clients = vec![Client::start(
-        opts, &pair[0], tags[0], &emu_addr, dir, certs, deadline, qlog,
-    )?];
-    r.flows[0].start_s = Some(0.0);
-    // Client B may only start once linkem has mapped client A to upstream A.
-    loop {
-        if clients[0].exited() {
-            break; // reported by collect_client below
+    let mut clients: Vec<Client> = Vec::new();
+    let mut joined = None;
+    for k in 0..n {
+        if k > 0 {
+            loop {
+                if clients[k - 1].exited() {
+                    break; // reported by collect_client below
+                }
+                if snapshot(&mut emu, &stats_path, deadline)?.clients.len() >= k {
+                    break;
+                }
+                if Instant::now() >= deadline {
+                    return Err(format!("linkem never saw client {}", NAMES[k - 1]));
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            while t0.elapsed() < opts.stagger * k as u32 && !clients.iter_mut().any(|c| c.exited())
+            {
+                check_interrupted()?;
+                std::thread::sleep(Duration::from_millis(5));
+            }
         }
-        if !snapshot(&mut emu, &stats_path, deadline)?
-            .clients
-            .is_empty()
-        {
-            break;
-        }
-        if Instant::now() >= deadline {
-            return Err("linkem never saw client A".into());
-        }
-        std::thread::sleep(Duration::from_millis(5));
+        r.flows[k].start_s = Some(t0.elapsed().as_secs_f64());
+        clients.push(Client::start(
+            opts, &pair[k], tags[k], &emu_addr, dir, certs, deadline, qlog,
+        )?);
     }
-    while t0.elapsed() < opts.stagger && !clients[0].exited() {
-        check_interrupted()?;
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    r.flows[1].start_s = Some(t0.elapsed().as_secs_f64());
-    clients.push(Client::start(
-        opts, &pair[1], tags[1], &emu_addr, dir, certs, deadline, qlog,
-    )?);
     let start_snap = loop {
         let s = snapshot(&mut emu, &stats_path, deadline)?;
-        if s.clients.len() >= 2 || clients[1].exited() {
+        if s.clients.len() >= n || clients[n - 1].exited() {
+            joined.get_or_insert(s.elapsed_s);
             break s;
         }
         if Instant::now() >= deadline {
-            return Err("linkem never saw client B".into());
+            return Err(format!("linkem never saw client {}", NAMES[n - 1]));
         }
         std::thread::sleep(Duration::from_millis(2));
     };
-    // Wait for the first client to finish, then snapshot again.
+    // Sample until the first client finishes, then snapshot again.
+    let mut samples = vec![(start_snap.elapsed_s, down_bytes(&start_snap))];
+    let mut next_sample = Instant::now() + SAMPLE_EVERY;
     let end_snap = loop {
         check_interrupted()?;
         if clients.iter_mut().any(|c| c.exited()) {
@@ -453,20 +531,27 @@ fn compete_inner(
                 Instant::now() + Duration::from_secs(5),
             )?;
         }
+        if Instant::now() >= next_sample {
+            let s = snapshot(&mut emu, &stats_path, deadline)?;
+            samples.push((s.elapsed_s, down_bytes(&s)));
+            next_sample += SAMPLE_EVERY;
+        }
         std::thread::sleep(Duration::from_millis(2));
     };
+    samples.push((end_snap.elapsed_s, down_bytes(&end_snap)));
     for (k, c) in clients.iter_mut().enumerate() {
         collect_client(opts, c, &mut r.flows[k], deadline);
     }
-    if let Some((dt, v)) = shares(&start_snap, &end_snap, 2) {
+    if let Some((dt, v)) = shares(&start_snap, &end_snap, n) {
         r.overlap_s = Some(dt);
         for (f, s) in r.flows.iter_mut().zip(&v) {
             f.share_mbps = Some(*s);
         }
-        if v[1] > 0.0 {
-            r.ratio = Some(v[0] / v[1]);
-        }
+        r.ratio = share_ratio(&v);
         r.jain = jain_index(&v);
+    }
+    if let Some(j) = joined {
+        r.join_fair_s = time_to_fair_share(&samples, n, j);
     }
 
     // Our servers report when their connection closes (or idles out).
@@ -508,6 +593,11 @@ fn compete_inner(
     Ok(())
 }
 
+/// Bytes linkem delivered downstream to each client so far.
+fn down_bytes(s: &Stats) -> Vec<u64> {
+    s.per_client.iter().map(|c| c.down_sent_bytes).collect()
+}
+
 fn opt(v: Option<f64>, prec: usize) -> String {
     v.map(|x| format!("{x:.prec$}"))
         .unwrap_or_else(|| "-".into())
@@ -517,30 +607,41 @@ fn opt_u(v: Option<u64>) -> String {
     v.map(|x| x.to_string()).unwrap_or_else(|| "-".into())
 }
 
-/// Formats the per-run table of competing runs (plain or markdown).
+/// The ratio column's name: `A/B` when every run has two flows.
+fn ratio_name(rows: &[CompeteResult]) -> &'static str {
+    if rows.iter().all(|r| r.flows.len() <= 2) {
+        "A/B"
+    } else {
+        "max/min"
+    }
+}
+
+/// One value per flow, joined with `/`.
+fn per_flow(r: &CompeteResult, g: impl Fn(&FlowResult) -> String) -> String {
+    r.flows.iter().map(g).collect::<Vec<_>>().join("/")
+}
+
+/// Formats the per-run table of competing runs (plain or markdown). Columns
+/// with one value per flow list them A/B/C...
 pub fn format_compete_table(rows: &[CompeteResult], markdown: bool) -> String {
     let head = [
-        "A,B",
+        "flows",
         "loss",
         "run",
-        "A time s",
-        "B time s",
-        "A goodput",
-        "B goodput",
+        "time s",
+        "goodput",
         "overlap s",
-        "A share",
-        "B share",
-        "A/B",
+        "share",
+        ratio_name(rows),
         "Jain",
-        "qdrop A/B",
-        "lost A/B",
+        "last fair s",
+        "qdrops",
+        "lost",
         "peak backlog kB",
         "error",
     ];
     let mut table: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
-    let f = |r: &CompeteResult, k: usize| r.flows.get(k).cloned().unwrap_or_default();
     for r in rows {
-        let (a, b) = (f(r, 0), f(r, 1));
         let peak = r
             .emulator
             .as_ref()
@@ -550,17 +651,15 @@ pub fn format_compete_table(rows: &[CompeteResult], markdown: bool) -> String {
             r.pair.clone(),
             r.loss.clone(),
             r.run.to_string(),
-            opt(a.completion_s, 2),
-            opt(b.completion_s, 2),
-            opt(a.goodput_mbps, 2),
-            opt(b.goodput_mbps, 2),
+            per_flow(r, |f| opt(f.completion_s, 2)),
+            per_flow(r, |f| opt(f.goodput_mbps, 2)),
             opt(r.overlap_s, 2),
-            opt(a.share_mbps, 2),
-            opt(b.share_mbps, 2),
+            per_flow(r, |f| opt(f.share_mbps, 2)),
             opt(r.ratio, 2),
             opt(r.jain, 3),
-            format!("{}/{}", opt_u(a.queue_drops), opt_u(b.queue_drops)),
-            format!("{}/{}", opt_u(a.lost), opt_u(b.lost)),
+            opt(r.join_fair_s, 1),
+            per_flow(r, |f| opt_u(f.queue_drops)),
+            per_flow(r, |f| opt_u(f.lost)),
             peak,
             r.error.clone().unwrap_or_default().replace('|', "/"),
         ]);
@@ -568,20 +667,23 @@ pub fn format_compete_table(rows: &[CompeteResult], markdown: bool) -> String {
     render(&table, markdown, 2, true)
 }
 
-/// Formats the per-(pair, loss) summary over successful runs: mean shares,
-/// mean/min/max ratio A/B and mean Jain index.
+/// Formats the per-(flows, loss) summary over successful runs: mean
+/// shares, the ratio's mean and min-max, Jain's index (mean and worst run)
+/// and the last joiner's time to its share (worst run).
 pub fn format_compete_summary(rows: &[CompeteResult], markdown: bool) -> String {
+    let rn = ratio_name(rows);
     let head = [
-        "A,B",
-        "loss",
-        "ok runs",
-        "A share",
-        "B share",
-        "A/B mean",
-        "A/B min-max",
-        "Jain mean",
+        "flows".to_string(),
+        "loss".into(),
+        "ok runs".into(),
+        "mean share".into(),
+        format!("{rn} mean"),
+        format!("{rn} min-max"),
+        "Jain mean".into(),
+        "Jain min".into(),
+        "last fair s max".into(),
     ];
-    let mut table: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
+    let mut table: Vec<Vec<String>> = vec![head.to_vec()];
     let mut keys: Vec<(String, String)> = Vec::new();
     for r in rows {
         let k = (r.pair.clone(), r.loss.clone());
@@ -599,10 +701,18 @@ pub fn format_compete_summary(rows: &[CompeteResult], markdown: bool) -> String 
         let col = |g: &dyn Fn(&CompeteResult) -> Option<f64>| -> Vec<f64> {
             ok.iter().filter_map(|r| g(r)).collect()
         };
-        let sa = col(&|r| r.flows.first().and_then(|f| f.share_mbps));
-        let sb = col(&|r| r.flows.get(1).and_then(|f| f.share_mbps));
+        let flows = ok.first().map_or(0, |r| r.flows.len());
+        let shares: Vec<String> = (0..flows)
+            .map(|k| {
+                opt(
+                    mean(&col(&|r| r.flows.get(k).and_then(|f| f.share_mbps))),
+                    2,
+                )
+            })
+            .collect();
         let ratio = col(&|r| r.ratio);
         let jain = col(&|r| r.jain);
+        let fair = col(&|r| r.join_fair_s);
         let range = match (
             ratio.iter().copied().reduce(f64::min),
             ratio.iter().copied().reduce(f64::max),
@@ -618,11 +728,16 @@ pub fn format_compete_summary(rows: &[CompeteResult], markdown: bool) -> String 
             pair,
             loss,
             format!("{}/{n}", ok.len()),
-            opt(mean(&sa), 2),
-            opt(mean(&sb), 2),
+            if shares.is_empty() {
+                "-".into()
+            } else {
+                shares.join("/")
+            },
             opt(mean(&ratio), 2),
             range,
             opt(mean(&jain), 3),
+            opt(jain.iter().copied().reduce(f64::min), 3),
+            opt(fair.iter().copied().reduce(f64::max), 1),
         ]);
     }
     render(&table, markdown, 2, false)
@@ -709,8 +824,11 @@ mod tests {
         let t = format_compete_table(&rows, true);
         assert_eq!(t.lines().count(), 5);
         assert!(t.contains("x / y"));
+        assert!(t.contains("| 12.00/6.00 |"), "{t}");
         let s = format_compete_summary(&rows, true);
         assert_eq!(s.lines().count(), 3);
+        assert!(s.contains("| 11.00/8.00 |"), "{s}");
+        assert!(s.contains("A/B min-max"), "{s}");
         assert!(s.lines().nth(1).unwrap().ends_with("| ---: |"), "{s}");
         let last = s.lines().last().unwrap();
         assert!(last.contains("| 2/3 |"), "{last}");
@@ -718,5 +836,42 @@ mod tests {
         assert!(last.contains("| 1.00-2.00 |"), "{last}");
         let plain = format_compete_summary(&rows, false);
         assert!(plain.lines().nth(1).unwrap().starts_with("hybrid,cubic"));
+    }
+
+    #[test]
+    fn ratio_of_two_and_of_more_flows() {
+        assert_eq!(share_ratio(&[6.0, 3.0]), Some(2.0));
+        assert_eq!(share_ratio(&[2.0, 6.0, 3.0]), Some(3.0));
+        assert_eq!(share_ratio(&[1.0, 0.0]), None);
+        assert_eq!(share_ratio(&[1.0]), None);
+    }
+
+    #[test]
+    fn late_joiner_time_to_fair_share() {
+        // Two flows; B joins at t = 10 s with nothing, ramps to an equal
+        // share of 10 Mbit/s (1.25 MB/s) from t = 12 s on.
+        let mut samples = Vec::new();
+        let (mut a, mut b) = (0u64, 0u64);
+        for i in 0..=40 {
+            let t = 10.0 + i as f64 * 0.25;
+            samples.push((t, vec![a, b]));
+            let (ra, rb) = if t < 12.0 {
+                (2.5e6, 0.0)
+            } else {
+                (1.25e6, 1.25e6)
+            };
+            a += (ra * 0.25) as u64;
+            b += (rb * 0.25) as u64;
+        }
+        let s = time_to_fair_share(&samples, 2, 10.0).unwrap();
+        // The first one-second window where B carries 80 % of half ends
+        // 0.8 s into its fair period.
+        assert!((2.75..=3.0).contains(&s), "{s}");
+        // A flow that never gets its share.
+        let starved: Vec<(f64, Vec<u64>)> = (0..20)
+            .map(|i| (i as f64 * 0.25, vec![i * 1000, 0]))
+            .collect();
+        assert_eq!(time_to_fair_share(&starved, 2, 0.0), None);
+        assert_eq!(time_to_fair_share(&[], 2, 0.0), None);
     }
 }

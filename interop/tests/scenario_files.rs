@@ -84,9 +84,13 @@ fn errors_name_file_line_and_field() {
         e.starts_with("bad.toml:7: plot.models[1]: unknown model 'magic'"),
         "{e}"
     );
-    // Three competing flows, and loss given twice.
-    let e = plan_text("[traffic]\ncompete = [\"hybrid\", \"cubic\", \"reno\"]\n").unwrap_err();
-    assert!(e.starts_with("bad.toml:2: traffic.compete: 3 flows"), "{e}");
+    // One competing flow (or nine), and loss given twice.
+    let e = plan_text("[traffic]\ncompete = [\"hybrid\"]\n").unwrap_err();
+    assert!(e.starts_with("bad.toml:2: traffic.compete: 1 flows"), "{e}");
+    let nine = ["\"hybrid\""; 9].join(", ");
+    let e = plan_text(&format!("[traffic]\ncompete = [{nine}]\n")).unwrap_err();
+    assert!(e.starts_with("bad.toml:2: traffic.compete: 9 flows"), "{e}");
+    assert!(plan_text("[traffic]\ncompete = [\"hybrid\", \"hybrid\", \"hybrid\"]\n").is_ok());
     let e = plan_text("[link]\nloss = 0.1\n[sweep]\nloss = [0]\n").unwrap_err();
     assert!(e.contains("link.loss: given both"), "{e}");
     let e = plan_text("[link]\nbuffer = \"bdp\"\n[sweep]\nbuffer = [\"64p\"]\n").unwrap_err();

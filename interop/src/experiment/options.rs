@@ -85,16 +85,19 @@ rows (flow specs, comma-separated): [STACK:]CC[+nc=POLICY|off][+mode=full]
   --keep             keep the work directory (logs, stats files)
 
 competing flows (instead of the matrix):
-  --compete A,B      per run, two downloads of --size each share one linkem
-                     bottleneck: flow A is spec A (server and client), flow B
-                     spec B, each with its own server; reports per-flow goodput,
-                     each flow's share of the bottleneck while both were active,
-                     the ratio A/B and Jain's fairness index. ngtcp2:CC (cubic,
+  --compete A,B[,C...]  per run, 2 to 8 downloads of --size each share one
+                     linkem bottleneck: flow A is spec A (server and client),
+                     flow B spec B, ..., each with its own server; reports
+                     per-flow goodput, each flow's share of the bottleneck
+                     while all were active, the ratio A/B (two flows) or
+                     largest/smallest share, Jain's fairness index, and when
+                     the last flow first carried 80 % of an equal share. ngtcp2:CC (cubic,
                      reno, bbr, bbr2) uses ngtcp2's gtlsserver/gtlsclient (Debian
                      ngtcp2-server/-client, apt-get installed if missing and
                      root); quic-go:cubic uses quic-go-peer (make peers)
-  --stagger SECS     start flow B this long after flow A (default 0: B starts as
-                     soon as linkem has seen A's first datagram)";
+  --stagger SECS     start each flow this long after the previous one (default
+                     0: as soon as linkem has seen the previous flow's first
+                     datagram)";
 
 /// Options of the matrix (and of each `bench-e2e` table, and `--compete`).
 #[derive(Clone, Debug, Serialize)]
@@ -600,8 +603,9 @@ pub fn parse_matrix(
             "--timeout" => o.timeout = parse_secs("--timeout", &v)?,
             "--compete" => {
                 let pair: Vec<String> = v.split(',').map(|s| s.trim().to_string()).collect();
-                if pair.len() != 2 || pair.iter().any(|s| s.is_empty()) {
-                    return Err(format!("--compete: '{v}' is not two flows A,B"));
+                let n = crate::compete::MAX_FLOWS;
+                if !(2..=n).contains(&pair.len()) || pair.iter().any(|s| s.is_empty()) {
+                    return Err(format!("--compete: '{v}' is not 2 to {n} flows A,B[,C...]"));
                 }
                 for s in &pair {
                     FlowSpec::parse(s).map_err(|e| format!("--compete: {e}"))?;
@@ -843,7 +847,7 @@ mod tests {
         );
         for bad in [
             "--compete cubic",
-            "--compete a,b,c",
+            "--compete a,b,c,d,e,f,g,h,i",
             "--compete a,",
             "--compete a,b --cc cubic",
             "--stagger 1",

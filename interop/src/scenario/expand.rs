@@ -101,7 +101,13 @@ fn check_flag(
     flag: &str,
     v: &str,
 ) -> Result<(), super::ScenarioError> {
-    parse_matrix([flag.to_string(), v.to_string()].into_iter(), exe)
+    let mut args = vec![flag.to_string(), v.to_string()];
+    if flag == "--stagger" {
+        // Valid only beside --compete; whether the file has one is checked
+        // with the whole job.
+        args.extend(["--compete".to_string(), "hybrid,hybrid".to_string()]);
+    }
+    parse_matrix(args.into_iter(), exe)
         .map(|_| ())
         .map_err(|e| src.error(Some(span), field, e))
 }
@@ -211,12 +217,13 @@ pub fn plan(
     }
     if let Some(c) = &traffic.compete {
         let vals = list(&traffic.compete, "traffic.compete", "--rows")?;
-        if vals.len() != 2 {
+        let max = crate::compete::MAX_FLOWS;
+        if !(2..=max).contains(&vals.len()) {
             return Err(src.error(
                 Some(c.span()),
                 "traffic.compete",
                 format!(
-                    "{} flows: the competing-flows runner takes exactly two",
+                    "{} flows: the competing-flows runner takes 2 to {max}",
                     vals.len()
                 ),
             ));
@@ -391,7 +398,7 @@ pub fn plan(
 }
 
 /// Metrics a competing-flows scenario can plot.
-pub const COMPETE_METRICS: [&str; 3] = ["ratio", "jain", "overlap_s"];
+pub const COMPETE_METRICS: [&str; 4] = ["ratio", "jain", "join_fair_s", "overlap_s"];
 
 fn plot_spec(
     src: &Source,

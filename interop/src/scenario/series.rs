@@ -89,6 +89,7 @@ fn compete_summary(rows: &[&CompeteResult], y: &str) -> Option<Summary> {
         .filter_map(|r| match y {
             "ratio" => r.ratio,
             "jain" => r.jain,
+            "join_fair_s" => r.join_fair_s,
             _ => r.overlap_s,
         })
         .collect();

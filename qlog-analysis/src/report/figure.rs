@@ -19,8 +19,9 @@ pub fn axis_label(x: &str) -> String {
         "time_s" => "completion time (s)".into(),
         "goodput_mbps" => "goodput (Mbit/s)".into(),
         "efficiency" => "efficiency: goodput / C(1-p)".into(),
-        "ratio" => "share ratio A/B".into(),
+        "ratio" => "share ratio (A/B; largest/smallest for more flows)".into(),
         "jain" => "Jain's fairness index".into(),
+        "join_fair_s" => "last flow: time to 80 % of an equal share (s)".into(),
         y if y.ends_with("_ms") => format!("{} (ms)", y.trim_end_matches("_ms").replace('_', " ")),
         y => y.replace('_', " "),
     }
