@@ -41,6 +41,15 @@
 //!    than the doubled window.
 //! 6. **Pacing** at `pacing_gain * cwnd / sRTT` (default gain 1.25; 2 in
 //!    slow start).
+//! 7. **Friendly increase.** Behind a queue, the additive increase after a
+//!    backoff by `beta` is `3 (1 - beta) / (1 + beta)` (Reno-equivalent
+//!    AIMD), so a shallow backoff on a shallow buffer is not also a fast
+//!    increase.
+//! 8. **Competitive mode.** After every backoff by Equation (1), and after
+//!    a drain probe (the same backoff without a loss, once a queue has
+//!    persisted for 8 RTTs), the queue is watched: if it never drains,
+//!    another flow holds it, and hybrid plays CUBIC (RFC 9438's response
+//!    to every congestion event) until the queue stays empty again.
 //!
 //! See `docs/congestion.md` for the reasoning and the simulator results.
 
@@ -99,23 +108,35 @@ pub struct HybridConfig {
     pub cubic_increase: bool,
     /// Competitive mode: when a backoff by Equation (1) fails to drain the
     /// queue (another flow holds it), behave like a loss-based competitor
-    /// until the queue drains (see [`Hybrid::competitive`]). On by default:
-    /// without it a loss-based CUBIC flow holding the queue gets 3x hybrid's
-    /// share on the emulated link (ngtcp2, quic-go and quiche CUBIC), with
-    /// it about parity on average; alone, or against delay-based flows, it
-    /// never engages (docs/congestion.md §3.4, docs/results.md §5). Off is
-    /// `--cc hybrid-yield`.
+    /// until the queue stays empty (see [`Hybrid::competitive`]). On by
+    /// default: without it a loss-based CUBIC flow holding the queue gets
+    /// about 3x hybrid's share on the emulated link; alone, or against other
+    /// hybrids, it never engages (docs/congestion.md §3.4, docs/results.md
+    /// §5). Off is `--cc hybrid-yield`, which also has no drain probes.
     pub competitive: bool,
-    /// In competitive mode, a round's losses below `max(2, this fraction of
-    /// the window in packets)` do not reduce the window (as quiche's CUBIC
-    /// rolls such "spurious" congestion events back).
+    /// In competitive mode, a round's losses below this fraction of the
+    /// window in packets (at least 2 if non-zero) do not reduce the window,
+    /// as quiche's CUBIC rolls back events losing fewer than max(2, 20 %).
+    /// Default 0: every congestion event counts, as in RFC 9438 (with 0.1
+    /// hybrid took up to 2x the share of ngtcp2's and quic-go's CUBIC,
+    /// docs/results.md §5).
     pub competitive_loss_frac: f64,
     /// Backoff factor in competitive mode.
     pub competitive_beta: f64,
-    /// Another flow is taken to hold the queue when, two RTTs after a
-    /// backoff by Equation (1), the queueing delay is still above this
-    /// fraction of what it was before (Equation (1) alone would have
-    /// emptied it).
+    /// In competitive mode every this many backoffs is by Equation (1)
+    /// instead, to find out whether the flow is alone: alone, that drains
+    /// the queue and the watch that follows ends the mode.
+    pub competitive_probe_every: u64,
+    /// Another flow is taken to hold the queue when, throughout the watch
+    /// after a backoff by Equation (1) (from two RTTs after it, for as long
+    /// as a drain probe waits), the queueing delay less this flow's own
+    /// regrowth stays above this fraction of what it was before (and above
+    /// the tolerance): alone, that backoff empties the queue. Two flows
+    /// backing off on the same overflow, hybrid by Equation (1) and CUBIC
+    /// by 0.7, leave 0.1-0.3 of a full BDP buffer queued unless hybrid
+    /// already has most of the link; a half-empty queue (0.5, the former
+    /// value) was seen only when CUBIC did not back off, which made entry a
+    /// coin toss.
     pub competitive_drain_frac: f64,
     /// The mode is only entered while the loss rate of packets that met no
     /// queue peak (random loss, measured by this flow) is below this: on a
@@ -123,6 +144,33 @@ pub struct HybridConfig {
     /// loss-limited flow cannot use) and another hybrid's momentary queue
     /// must not trigger the mode (docs/congestion.md §3.4).
     pub competitive_max_random_loss: f64,
+    /// On entering competitive mode, slow-start again until the next loss
+    /// (no delay-based exit): a loss-based flow that holds the queue got its
+    /// window in its own slow start, while hybrid's slow start ended on the
+    /// delay that flow's queue caused, often at a fraction of its share.
+    /// Without this, two CUBIC-like flows starting that far apart take
+    /// longer to converge than a 20 MB transfer lasts.
+    pub competitive_restart: bool,
+    /// While a queue is detected and random loss is not (see
+    /// `competitive_max_random_loss`), scale the additive increase by
+    /// `3 (1 - beta) / (1 + beta)` for the factor `beta` of the last backoff
+    /// (the rule that makes AIMD(alpha, beta) as aggressive as Reno, which
+    /// CUBIC's Reno-friendly region also uses): a backoff shallower than 0.5,
+    /// on a buffer shallow relative to the RTT, is then paid for with a
+    /// slower increase. Without a queue the increase is `alpha`.
+    pub friendly_increase: bool,
+    /// With the competitive mode enabled (and outside it, without random
+    /// loss): when a queue has persisted this many smoothed RTTs (at least
+    /// `drain_probe_min`) without a backoff, back off by Equation (1) anyway
+    /// and watch whether the queue drains, as after a loss. Alone this only
+    /// trims the flow's own standing queue (the window stays at the BDP);
+    /// behind a loss-based flow that holds the queue, whose packets are the
+    /// ones its bursts get dropped, the check would otherwise wait for a
+    /// loss of this flow's packets, which a paced flow with a small window
+    /// may not see for seconds. `0` disables it.
+    pub drain_probe_after: u32,
+    /// See `drain_probe_after`.
+    pub drain_probe_min: Duration,
 }
 
 impl Default for HybridConfig {
@@ -146,10 +194,15 @@ impl Default for HybridConfig {
             pacing_gain: 1.25,
             cubic_increase: false,
             competitive: true,
-            competitive_loss_frac: 0.1,
+            competitive_loss_frac: 0.0,
             competitive_beta: 0.7,
-            competitive_drain_frac: 0.5,
+            competitive_probe_every: 8,
+            competitive_drain_frac: 0.1,
             competitive_max_random_loss: 0.002,
+            competitive_restart: true,
+            friendly_increase: true,
+            drain_probe_after: 8,
+            drain_probe_min: Duration::from_millis(500),
         }
     }
 }
@@ -200,6 +253,9 @@ pub struct HybridStats {
     pub hystart_exits: u64,
     /// Entries into competitive mode.
     pub competitive_entries: u64,
+    /// Drain probes: backoffs by Equation (1) without a loss, after a queue
+    /// persisted for [`HybridConfig::drain_probe_after`] (see there).
+    pub drain_probes: u64,
 }
 
 /// The hybrid controller. See the module documentation.
@@ -269,10 +325,34 @@ pub struct Hybrid {
     competitive: bool,
     /// After a delay backoff: when to check that the queue drained, and the
     /// queueing delay before the backoff.
-    drain_check: Option<(Instant, Duration)>,
-    /// Backoffs taken in competitive mode (every fourth probes with
+    /// The window after that backoff (to discount this flow's own regrowth).
+    drain_check: Option<DrainCheck>,
+    /// Since when a queue has been detected without a backoff.
+    queue_since: Option<Instant>,
+    /// Backoffs taken in competitive mode (every `competitive_probe_every`-th probes with
     /// Equation (1)).
     competitive_backoffs: u64,
+    /// Factor of the last window reduction (for the friendly increase).
+    backoff_beta: f64,
+    /// Since when no queue has been detected (competitive mode's exit).
+    queue_empty_since: Option<Instant>,
+}
+
+/// After a backoff by Equation (1): does the queue drain?
+#[derive(Clone, Copy, Debug)]
+struct DrainCheck {
+    /// Watch the queue from here (two RTTs after the backoff) ...
+    from: Instant,
+    /// ... to here.
+    until: Instant,
+    /// Queueing delay before the backoff.
+    before: Duration,
+    /// The window right after the backoff.
+    after: f64,
+    /// Smallest and largest queueing delay seen in the watch, less this
+    /// flow's own regrowth.
+    min_excess: Option<Duration>,
+    max_excess: Duration,
 }
 
 /// Per-round decay of the loss-dispersion sums.
@@ -338,19 +418,26 @@ impl Hybrid {
             acked_bytes: 0,
             competitive: false,
             drain_check: None,
+            queue_since: None,
             competitive_backoffs: 0,
+            backoff_beta: 0.5,
+            queue_empty_since: None,
             cfg,
         }
     }
 
-    /// Whether the controller is in competitive mode: its last backoff by
-    /// Equation (1), which drains a queue the flow built itself, left the
-    /// queueing delay above half of what it was (so another flow holds the
-    /// queue, typically a loss-based one that fills the buffer). It then
-    /// grows like CUBIC and backs off by `competitive_beta` only on rounds
-    /// losing at least `max(2, competitive_loss_frac * window)` packets;
-    /// every fourth backoff uses Equation (1) again to test whether it is
-    /// alone. It leaves the mode as soon as the queue is seen empty.
+    /// Whether the controller is in competitive mode: after its last backoff
+    /// by Equation (1) (or drain probe), which drains a queue the flow built
+    /// itself, the queue never drained during the watch
+    /// ([`HybridConfig::competitive_drain_frac`]), so another flow holds it,
+    /// typically a loss-based one that fills the buffer. On entry it
+    /// slow-starts until the next loss ([`HybridConfig::competitive_restart`]);
+    /// it then grows like CUBIC and backs off by `competitive_beta` on every
+    /// congestion event (see [`HybridConfig::competitive_loss_frac`]);
+    /// every `competitive_probe_every`-th backoff uses Equation (1) to test
+    /// whether it is alone. It leaves the mode when the queue never refills
+    /// during the watch after such a probe, or stays empty for four smoothed
+    /// RTTs.
     pub fn competitive(&self) -> bool {
         self.competitive
     }
@@ -412,6 +499,20 @@ impl Hybrid {
             }
             None => tol,
         }
+    }
+
+    /// Factor on the additive increase ([`HybridConfig::friendly_increase`]):
+    /// `3 (1 - beta) / (1 + beta)` for the last backoff's `beta` (at most 1,
+    /// at least 0.1) while a queue is detected without random loss, else 1.
+    /// Under random loss the queue-free losses set the pace, and a slower
+    /// increase there cost the shorter-RTT flow half its share (simulator,
+    /// 40 vs 80 ms at 0.5 % loss).
+    pub fn increase_scale(&self) -> f64 {
+        if !self.cfg.friendly_increase || !self.queue_detected() || !self.random_loss_free() {
+            return 1.0;
+        }
+        let b = self.backoff_beta;
+        (3.0 * (1.0 - b) / (1.0 + b)).clamp(0.1, 1.0)
     }
 
     /// Whether the recent RTT shows queueing beyond the tolerance.
@@ -627,6 +728,37 @@ impl Hybrid {
         Some((b1 - b0) as f64 / span * self.rtt_min.get()?.as_secs_f64())
     }
 
+    /// The drain check after a backoff at `now` with queueing delay `before`:
+    /// the queue is watched from two RTTs after the backoff for as long as
+    /// a drain probe waits ([`HybridConfig::drain_probe_after`]), so that
+    /// another delay-based flow, which drains its own queue at its next
+    /// backoff or probe, is not taken for a queue holder.
+    fn drain_check_after(&self, now: Instant, before: Duration) -> DrainCheck {
+        let from = now + (self.srtt * 2).max(Duration::from_millis(10));
+        let watch = (self.srtt * self.cfg.drain_probe_after).max(self.cfg.drain_probe_min);
+        DrainCheck {
+            from,
+            until: from + watch,
+            before,
+            after: self.cwnd,
+            min_excess: None,
+            max_excess: Duration::ZERO,
+        }
+    }
+
+    /// Backs off by Equation (1) without a loss and schedules the drain
+    /// check (see [`HybridConfig::drain_probe_after`]).
+    fn drain_probe(&mut self, now: Instant) {
+        let Some(q) = self.queueing_delay() else {
+            return;
+        };
+        let beta = self.delay_beta();
+        self.stats.drain_probes += 1;
+        self.last_beta = Some(beta);
+        self.backoff(now, beta, beta);
+        self.drain_check = Some(self.drain_check_after(now, q));
+    }
+
     /// Multiplies the window by `beta`. In slow start the window is first
     /// replaced by what the path delivered over the last round, scaled by
     /// `delivered_beta`.
@@ -647,6 +779,8 @@ impl Hybrid {
             }
         }
         self.cwnd = target.max(self.cfg.common.min_window());
+        self.backoff_beta = beta;
+        self.queue_since = None;
         self.ssthresh = self.cwnd;
         self.slow_start = false;
         self.send.start_recovery();
@@ -750,24 +884,71 @@ impl Controller for Hybrid {
         self.round_lost_stat += ev.lost.len() as f64;
 
         if self.cfg.competitive {
-            if let Some((at, before)) = self.drain_check {
-                if ev.now >= at {
+            if let Some(mut c) = self.drain_check {
+                if ev.now >= c.from {
+                    // Alone, the backoff left no queue; what this flow's own
+                    // window has grown since adds (growth / window) RTTmin.
+                    let own = self
+                        .rtt_min
+                        .get()
+                        .unwrap_or_default()
+                        .mul_f64(((self.cwnd - c.after) / c.after.max(1.0)).max(0.0));
+                    let excess = self
+                        .queueing_delay()
+                        .unwrap_or_default()
+                        .saturating_sub(own);
+                    c.min_excess = Some(c.min_excess.map_or(excess, |m| m.min(excess)));
+                    c.max_excess = c.max_excess.max(excess);
+                    self.drain_check = Some(c);
+                }
+                if ev.now >= c.until {
                     self.drain_check = None;
-                    let now_q = self.queueing_delay().unwrap_or_default();
-                    let held = now_q
-                        > self
-                            .queue_tolerance()
-                            .max(before.mul_f64(self.cfg.competitive_drain_frac))
-                        && self.random_loss_free();
+                    let threshold = self
+                        .queue_tolerance()
+                        .max(c.before.mul_f64(self.cfg.competitive_drain_frac));
+                    // Enter when the queue never drained; once in the mode
+                    // (after a probe), leave only when it never refilled.
+                    let held = if self.competitive {
+                        c.max_excess > threshold
+                    } else {
+                        c.min_excess.unwrap_or_default() > threshold && self.random_loss_free()
+                    };
                     if held && !self.competitive {
                         self.stats.competitive_entries += 1;
                         self.cubic.reset();
+                        if self.cfg.competitive_restart {
+                            self.slow_start = true;
+                            self.ssthresh = f64::INFINITY;
+                        }
                     }
                     self.competitive = held;
                 }
             }
-            if self.competitive && !self.queue_detected() {
-                self.competitive = false;
+            // Leave the mode once the queue has stayed empty for a while
+            // (four smoothed RTTs): a momentary drain, when both flows back
+            // off on the same overflow, does not mean the other flow left.
+            if self.queue_detected() {
+                self.queue_empty_since = None;
+                let since = *self.queue_since.get_or_insert(ev.now);
+                let persist =
+                    (self.srtt * self.cfg.drain_probe_after).max(self.cfg.drain_probe_min);
+                if self.cfg.drain_probe_after > 0
+                    && !self.competitive
+                    && !self.slow_start
+                    && self.drain_check.is_none()
+                    && !self.send.in_recovery()
+                    && self.random_loss_free()
+                    && ev.now.saturating_duration_since(since) >= persist
+                {
+                    self.drain_probe(ev.now);
+                }
+            } else {
+                self.queue_since = None;
+                let since = *self.queue_empty_since.get_or_insert(ev.now);
+                let hold = (self.srtt * 4).max(Duration::from_millis(100));
+                if self.competitive && ev.now.saturating_duration_since(since) >= hold {
+                    self.competitive = false;
+                }
             }
         }
 
@@ -808,8 +989,12 @@ impl Controller for Hybrid {
                 if self.round_lost < floor {
                     beta = 1.0;
                 } else {
+                    // Every fourth backoff is by Equation (1): alone, it
+                    // drains the queue, which then stays empty (the exit).
                     self.competitive_backoffs += 1;
-                    probe = self.competitive_backoffs.is_multiple_of(4);
+                    probe = self
+                        .competitive_backoffs
+                        .is_multiple_of(self.cfg.competitive_probe_every.max(1));
                     if !probe {
                         beta = beta.max(self.cfg.competitive_beta);
                     }
@@ -836,11 +1021,11 @@ impl Controller for Hybrid {
                 // The losses that triggered this backoff are accounted for.
                 self.round_lost = 0.0;
                 // An Equation (1) backoff should drain the queue this flow
-                // built: check two RTTs later.
+                // built: watch the queue from two RTTs later (in the mode,
+                // after a probe).
                 if self.cfg.competitive && (!self.competitive || probe) {
                     if let Some(q) = queue_before {
-                        let wait = (self.srtt * 2).max(Duration::from_millis(10));
-                        self.drain_check = Some((ev.now + wait, q));
+                        self.drain_check = Some(self.drain_check_after(ev.now, q));
                     }
                 }
             } else {
@@ -848,7 +1033,9 @@ impl Controller for Hybrid {
             }
         }
 
-        if self.slow_start && self.cfg.hystart {
+        // In competitive mode the queue is another flow's: its delay says
+        // nothing about this flow's slow start, which ends on loss.
+        if self.slow_start && self.cfg.hystart && !self.competitive {
             // Delay increase: the minimum RTT of the current round (after 8
             // samples) exceeds the previous round's by max(4 ms, RTT/8)
             // (capped at 16 ms), or the last 8 samples exceed RTTmin by as
@@ -903,8 +1090,8 @@ impl Controller for Hybrid {
                     self.cubic.on_ack(ev.now, rtt, &mut w, a.bytes as f64 / mss);
                     self.cwnd = w * mss;
                 } else {
-                    self.ai
-                        .on_ack(&mut self.cwnd, a.bytes, self.cfg.alpha * mss);
+                    let alpha = self.cfg.alpha * self.increase_scale();
+                    self.ai.on_ack(&mut self.cwnd, a.bytes, alpha * mss);
                 }
             }
         }

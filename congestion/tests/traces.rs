@@ -586,8 +586,27 @@ fn hybrid_backs_off_by_rttmin_over_recent_rtt() {
     d.at(ms(t));
     d.event(r.start..r.start + 9, &[r.start + 9], ms(50));
     assert!((d.cc.last_beta().unwrap() - 0.8).abs() < 1e-9);
-    // 10 * 0.8 = 8, then 9 acked packets >= 8-packet window: +1.
-    assert!((d.cwnd_pkts() - 9.0).abs() < 1e-9, "{}", d.cwnd_pkts());
+    // 10 * 0.8 = 8, then 9 acked packets >= 8-packet window: one increase,
+    // which behind the 10 ms queue is the friendly 3 (1 - 0.8) / (1 + 0.8)
+    // = 1/3 packet, not 1.
+    assert!(
+        (d.cwnd_pkts() - 25.0 / 3.0).abs() < 1e-9,
+        "{}",
+        d.cwnd_pkts()
+    );
+    let mut plain = hybrid_in_ca(HybridConfig {
+        friendly_increase: false,
+        ..HybridConfig::default()
+    });
+    let r = plain.0.send(10);
+    plain.1 += 50;
+    plain.0.at(ms(plain.1));
+    plain.0.event(r.start..r.start + 9, &[r.start + 9], ms(50));
+    assert!(
+        (plain.0.cwnd_pkts() - 9.0).abs() < 1e-9,
+        "{}",
+        plain.0.cwnd_pkts()
+    );
 }
 
 #[test]
@@ -972,4 +991,80 @@ fn losses_of_the_outage_do_not_reduce_again_after_a_collapse() {
         ..Default::default()
     }));
     outage_then_path_back(a, 0);
+}
+
+/// Feeds one-packet rounds every 10 ms with the given RTT until `until` ms.
+fn hybrid_feed(d: &mut Driver<Hybrid>, t: &mut u64, until: u64, rtt_ms: u64) {
+    while *t < until {
+        let r = d.send(1);
+        *t += 10;
+        d.at(ms(*t));
+        d.event(r, &[], ms(rtt_ms));
+    }
+}
+
+#[test]
+fn hybrid_enters_competitive_mode_only_when_its_backoff_leaves_the_queue() {
+    // The Equation (1) backoff at 170 ms (queue 40 ms) is watched from two
+    // RTTs later for max(8 sRTT, 500 ms). If the queue stays (another flow
+    // holds it), the mode begins, with a new slow start.
+    let (mut d, mut t) = hybrid_in_ca(HybridConfig::default());
+    hybrid_feed(&mut d, &mut t, 900, 80);
+    assert!(!d.cc.competitive(), "decided before the watch ended");
+    hybrid_feed(&mut d, &mut t, 1100, 80);
+    assert!(d.cc.competitive());
+    assert_eq!(d.cc.stats().competitive_entries, 1);
+    assert_eq!(d.cc.state_str(), "slow_start");
+    // The queue empties and stays empty for four sRTTs: the mode ends.
+    let t0 = t;
+    hybrid_feed(&mut d, &mut t, t0 + 100, 40);
+    assert!(d.cc.competitive(), "left on a momentary drain");
+    hybrid_feed(&mut d, &mut t, t0 + 300, 40);
+    assert!(!d.cc.competitive());
+
+    // The same backoff, and the queue drains: no mode.
+    let (mut d, mut t) = hybrid_in_ca(HybridConfig::default());
+    hybrid_feed(&mut d, &mut t, 1100, 41);
+    assert!(!d.cc.competitive());
+    assert_eq!(d.cc.stats().competitive_entries, 0);
+
+    // The queue drains for a moment only, as when the other flow backs off
+    // within the watch (another delay-based flow draining its own queue):
+    // no mode, as the watch keeps the smallest queue it saw.
+    let (mut d, mut t) = hybrid_in_ca(HybridConfig::default());
+    hybrid_feed(&mut d, &mut t, 600, 80);
+    hybrid_feed(&mut d, &mut t, 700, 40);
+    hybrid_feed(&mut d, &mut t, 1100, 80);
+    assert!(!d.cc.competitive());
+}
+
+#[test]
+fn hybrid_drain_probe_trims_a_standing_queue_without_loss() {
+    let (mut d, mut t) = hybrid_in_ca(HybridConfig::default());
+    // Let the watch of the first backoff end with an empty queue.
+    hybrid_feed(&mut d, &mut t, 1100, 40);
+    assert_eq!(d.cc.stats().drain_probes, 0);
+    // A 20 ms queue persists without a loss: max(8 sRTT, 500 ms) after the
+    // queue shows (once the 40 ms samples have left the one-sRTT filter) the
+    // flow backs off by Equation (1), 40/60.
+    let start = t;
+    hybrid_feed(&mut d, &mut t, start + 500, 60);
+    assert_eq!(d.cc.stats().drain_probes, 0);
+    let before = d.cwnd_pkts();
+    hybrid_feed(&mut d, &mut t, start + 600, 60);
+    assert_eq!(d.cc.stats().drain_probes, 1);
+    assert!((d.cc.last_beta().unwrap() - 40.0 / 60.0).abs() < 1e-9);
+    assert!(
+        d.cwnd_pkts() < before * 0.75,
+        "{before} -> {}",
+        d.cwnd_pkts()
+    );
+    // Off by configuration.
+    let (mut d, mut t) = hybrid_in_ca(HybridConfig {
+        drain_probe_after: 0,
+        ..HybridConfig::default()
+    });
+    hybrid_feed(&mut d, &mut t, 1100, 40);
+    hybrid_feed(&mut d, &mut t, 3000, 60);
+    assert_eq!(d.cc.stats().drain_probes, 0);
 }

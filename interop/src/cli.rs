@@ -31,6 +31,9 @@ usage: linkem --upstream ADDR [--upstream ADDR2 ...] [options]
   --trace-offset D       start this far into the trace(s) (default 0)
   --delay D              one-way propagation delay both ways, e.g. 20ms (default 0)
   --delay-up/--delay-down D
+  --peer-delay D1,D2,...  extra one-way delay, each way, of client k's path (in order
+                         of first appearance) outside the shared links: flows with
+                         different RTTs behind one bottleneck (default none)
   --buffer B             drop-tail buffer: bdp (default; with a trace, at its mean
                          rate), 64p, 100kB, unlimited
   --buffer-up/--buffer-down B
@@ -145,6 +148,7 @@ fn parse_positions(v: &str) -> Result<Vec<u64>, String> {
 pub fn parse_linkem_args<I: IntoIterator<Item = String>>(args: I) -> Result<LinkemCommand, String> {
     let mut listen: SocketAddr = "127.0.0.1:0".parse().expect("literal");
     let mut upstreams: Vec<SocketAddr> = Vec::new();
+    let mut peer_delay: Vec<Duration> = Vec::new();
     let mut rate: Pair<Option<u64>> = Pair::default();
     let mut delay: Pair<Duration> = Pair::default();
     let mut buffer: Pair<BufferSpec> = Pair::default();
@@ -197,6 +201,13 @@ pub fn parse_linkem_args<I: IntoIterator<Item = String>>(args: I) -> Result<Link
             "--delay" => delay.both = Some(parse_duration_ms(v).map_err(ctx)?),
             "--delay-up" => delay.up = Some(parse_duration_ms(v).map_err(ctx)?),
             "--delay-down" => delay.down = Some(parse_duration_ms(v).map_err(ctx)?),
+            "--peer-delay" => {
+                peer_delay = v
+                    .split(',')
+                    .map(parse_duration_ms)
+                    .collect::<Result<_, _>>()
+                    .map_err(ctx)?
+            }
             "--buffer" => buffer.both = Some(parse_buffer(v).map_err(ctx)?),
             "--buffer-up" => buffer.up = Some(parse_buffer(v).map_err(ctx)?),
             "--buffer-down" => buffer.down = Some(parse_buffer(v).map_err(ctx)?),
@@ -323,6 +334,7 @@ pub fn parse_linkem_args<I: IntoIterator<Item = String>>(args: I) -> Result<Link
     relay.max_clients = max_clients;
     relay.realtime = realtime;
     relay.rebind = rebind;
+    relay.peer_delay = peer_delay;
     Ok(LinkemCommand::Run(Box::new(LinkemOptions {
         relay,
         stats,
@@ -359,6 +371,13 @@ mod tests {
         assert_eq!(o.relay.up.drop_list, [2, 3, 4, 7]);
         assert!(o.relay.down.drop_list.is_empty());
         let r = o.relay.rebind.unwrap();
+        assert!(o.relay.peer_delay.is_empty());
+        let o = parse("--upstream 127.0.0.1:1 --peer-delay 0,20ms,5").unwrap();
+        assert_eq!(
+            o.relay.peer_delay,
+            [0, 20, 5].map(Duration::from_millis).to_vec()
+        );
+        assert!(parse("--upstream 127.0.0.1:1 --peer-delay 5,x").is_err());
         assert_eq!(r.first, Duration::from_secs(1));
         assert_eq!(r.every, Duration::from_secs(5));
         assert!(r.addr);

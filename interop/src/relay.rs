@@ -152,6 +152,11 @@ pub struct RelayConfig {
     pub realtime: bool,
     /// NAT rebinding of the clients' upstream sockets (default none).
     pub rebind: Option<Rebind>,
+    /// Extra one-way delay of client `k`'s path (in order of first
+    /// appearance), each way, outside the shared links: datagrams of that
+    /// client leave either link this much later (flows with different RTTs
+    /// behind one bottleneck). Clients past the end get none.
+    pub peer_delay: Vec<Duration>,
 }
 
 impl RelayConfig {
@@ -168,6 +173,7 @@ impl RelayConfig {
             max_clients: 1,
             realtime: true,
             rebind: None,
+            peer_delay: Vec::new(),
         }
     }
 
@@ -334,14 +340,16 @@ impl Dir {
         }
     }
 
-    /// Runs the model and queues the datagram; returns whether the queue
-    /// was empty, and the model's verdict.
+    /// Runs the model and queues the datagram, to leave `extra` after the
+    /// link delivers it; returns whether it became the first datagram due
+    /// (the sender must wake), and the model's verdict.
     fn offer(
         &mut self,
         now: Instant,
         data: &[u8],
         peer: usize,
         max_pending: usize,
+        extra: Duration,
     ) -> (bool, Verdict) {
         self.wire.observe(data);
         let v = self.link.on_packet(now, data.len());
@@ -350,15 +358,27 @@ impl Dir {
                 self.overflow_drops += 1;
                 return (false, v);
             }
-            let was_empty = self.queue.is_empty();
             self.pending_bytes += data.len();
             let mut d = data.to_vec();
             self.link.corrupt(now, &mut d);
-            self.queue.push_back((at, d, peer));
-            return (was_empty, v);
+            let i = insert_due(&mut self.queue, (at + extra, d, peer));
+            return (i == 0, v);
         }
         (false, v)
     }
+}
+
+/// Inserts into a delay line kept in order of due time, after every entry
+/// due no later (so each client's datagrams keep their order); returns the
+/// position. Without per-client delays every entry goes to the back.
+fn insert_due<T>(queue: &mut VecDeque<(Instant, T, usize)>, entry: (Instant, T, usize)) -> usize {
+    let at = entry.0;
+    let i = queue
+        .iter()
+        .rposition(|(t, _, _)| *t <= at)
+        .map_or(0, |i| i + 1);
+    queue.insert(i, entry);
+    i
 }
 
 struct Peer {
@@ -410,6 +430,7 @@ struct Shared {
     max_clients: usize,
     realtime: bool,
     rebind: Option<Rebind>,
+    peer_delay: Vec<Duration>,
     /// Set by the sender thread once it runs with real-time priority.
     realtime_ok: AtomicBool,
     /// Receiver threads of the upstream sockets.
@@ -417,6 +438,11 @@ struct Shared {
 }
 
 impl Shared {
+    /// [`RelayConfig::peer_delay`] of client `peer`.
+    fn extra_delay(&self, peer: usize) -> Duration {
+        self.peer_delay.get(peer).copied().unwrap_or_default()
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panicking thread cannot leave Inner inconsistent in a way that
         // matters for counters; keep going.
@@ -518,6 +544,7 @@ impl Relay {
             max_clients: cfg.max_clients,
             realtime: cfg.realtime,
             rebind: cfg.rebind,
+            peer_delay: cfg.peer_delay.clone(),
             realtime_ok: AtomicBool::new(false),
             threads: Mutex::new(Vec::new()),
         });
@@ -683,7 +710,8 @@ fn rx_client_loop(sh: &Arc<Shared>, sock: &UdpSocket) {
                 continue;
             }
         };
-        let (woke, v) = g.up.offer(now, &buf[..n], peer, sh.max_pending);
+        let extra = sh.extra_delay(peer);
+        let (woke, v) = g.up.offer(now, &buf[..n], peer, sh.max_pending, extra);
         g.clients[peer].count(Direction::Up, &v);
         drop(g);
         if woke {
@@ -751,7 +779,8 @@ fn rx_server_loop(sh: &Shared, sock: Arc<UdpSocket>, peer: usize) {
             let seen = ServerSeen::new(false, &buf[..n]);
             g.server_view.push(seen);
         }
-        let (woke, v) = g.down.offer(now, &buf[..n], peer, sh.max_pending);
+        let extra = sh.extra_delay(peer);
+        let (woke, v) = g.down.offer(now, &buf[..n], peer, sh.max_pending, extra);
         if let Some(p) = g.clients.get_mut(peer) {
             p.count(Direction::Down, &v);
             if !answered {

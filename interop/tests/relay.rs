@@ -450,3 +450,52 @@ fn corrupts_one_early_byte_and_records_what_the_server_saw() {
         .enumerate()
         .all(|(k, v)| v.from_client == (k % 2 == 0) && v.len == 200));
 }
+
+/// `peer_delay`: client 1's path is 30 ms longer each way than client 0's,
+/// outside the shared links, and each client's datagrams keep their order
+/// although they share one delay line with the other client's.
+#[test]
+fn per_client_extra_delay_keeps_each_clients_order() {
+    let (e0, e1) = (Echo::start(), Echo::start());
+    let mut cfg = RelayConfig::new("127.0.0.1:0".parse().unwrap(), e0.addr);
+    cfg.upstreams = vec![e0.addr, e1.addr];
+    cfg.max_clients = 2;
+    cfg.up.delay = Duration::from_millis(5);
+    cfg.down.delay = Duration::from_millis(5);
+    cfg.peer_delay = vec![Duration::ZERO, Duration::from_millis(30)];
+    let relay = Relay::spawn(cfg).unwrap();
+    let (a, b) = (client(), client());
+    let mut buf = [0u8; 64];
+    let mut rtt = Vec::new();
+    // Learn the clients in order (a → e0, b → e1) and time one echo each.
+    for c in [&a, &b] {
+        let t0 = Instant::now();
+        c.send_to(&0u32.to_be_bytes(), relay.local_addr()).unwrap();
+        loop {
+            if c.recv_from(&mut buf).is_ok() {
+                break;
+            }
+            assert!(t0.elapsed() < WAIT, "no echo");
+        }
+        rtt.push(t0.elapsed());
+    }
+    assert!(rtt[0] >= Duration::from_millis(10), "{rtt:?}");
+    assert!(rtt[1] >= Duration::from_millis(70), "{rtt:?}");
+    // Interleaved sends: each client gets its own echoes in order.
+    for i in 1u32..=20 {
+        a.send_to(&i.to_be_bytes(), relay.local_addr()).unwrap();
+        b.send_to(&i.to_be_bytes(), relay.local_addr()).unwrap();
+    }
+    for c in [&a, &b] {
+        let mut got = Vec::new();
+        let t0 = Instant::now();
+        while got.len() < 20 && t0.elapsed() < WAIT {
+            if let Ok((n, _)) = c.recv_from(&mut buf) {
+                got.push(u32::from_be_bytes(buf[..n].try_into().unwrap()));
+            }
+        }
+        assert_eq!(got, (1..=20).collect::<Vec<_>>());
+    }
+    let s = relay.stop();
+    assert_eq!((s.up.sent_packets, s.down.sent_packets), (42, 42));
+}

@@ -91,6 +91,15 @@ fn errors_name_file_line_and_field() {
     let e = plan_text(&format!("[traffic]\ncompete = [{nine}]\n")).unwrap_err();
     assert!(e.starts_with("bad.toml:2: traffic.compete: 9 flows"), "{e}");
     assert!(plan_text("[traffic]\ncompete = [\"hybrid\", \"hybrid\", \"hybrid\"]\n").is_ok());
+    // Per-flow round trips.
+    let two = "[traffic]\ncompete = [\"hybrid\", \"cubic\"]\n";
+    let p = plan_text(&format!("{two}flow_rtt = [\"80ms\", \"40ms\"]\n")).unwrap();
+    assert_eq!(
+        p.jobs[0].opts.flow_rtt,
+        [80, 40].map(std::time::Duration::from_millis).to_vec()
+    );
+    let e = plan_text(&format!("{two}flow_rtt = [\"80ms\",\n \"soon\"]\n")).unwrap_err();
+    assert!(e.starts_with("bad.toml:4: traffic.flow_rtt[1]: "), "{e}");
     let e = plan_text("[link]\nloss = 0.1\n[sweep]\nloss = [0]\n").unwrap_err();
     assert!(e.contains("link.loss: given both"), "{e}");
     let e = plan_text("[link]\nbuffer = \"bdp\"\n[sweep]\nbuffer = [\"64p\"]\n").unwrap_err();

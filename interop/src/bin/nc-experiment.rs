@@ -174,6 +174,13 @@ fn run_compete_matrix(opts: &Options, pair: &[String], work: &Path, certs: &Path
         opts.stagger,
         opts.seed
     );
+    if !opts.flow_rtt.is_empty() {
+        let rtts: Vec<String> = opts.flow_rtt.iter().map(|r| format!("{r:?}")).collect();
+        println!(
+            "# round-trip propagation delay per flow: {}",
+            rtts.join(", ")
+        );
+    }
     println!("# shares: Mbit/s each flow got from the bottleneck while both were active");
     println!("# flows without a STACK: prefix are quiche (qnc-server/qnc-client)");
     print!("{}", format_compete_table(&rows, opts.markdown));

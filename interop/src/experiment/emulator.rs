@@ -35,6 +35,14 @@ pub(crate) fn linkem_command(
     if upstreams.len() > 1 {
         c.arg("--max-clients").arg(upstreams.len().to_string());
     }
+    if !opts.flow_rtt.is_empty() {
+        let extra: Vec<String> = opts
+            .flow_rtt
+            .iter()
+            .map(|r| format!("{}us", (r.saturating_sub(opts.rtt) / 2).as_micros()))
+            .collect();
+        c.arg("--peer-delay").arg(extra.join(","));
+    }
     if opts.traced() {
         // A trace replaces the rate of its direction only.
         for (dir, trace) in [("down", &opts.trace_down), ("up", &opts.trace_up)] {

@@ -97,7 +97,10 @@ competing flows (instead of the matrix):
                      root); quic-go:cubic uses quic-go-peer (make peers)
   --stagger SECS     start each flow this long after the previous one (default
                      0: as soon as linkem has seen the previous flow's first
-                     datagram)";
+                     datagram)
+  --flow-rtt R1,R2,...  each flow's round-trip propagation delay (at least
+                     --rtt; default --rtt for all): linkem adds (Rk - rtt)/2
+                     each way to flow k's path outside the shared bottleneck";
 
 /// Options of the matrix (and of each `bench-e2e` table, and `--compete`).
 #[derive(Clone, Debug, Serialize)]
@@ -152,6 +155,9 @@ pub struct Options {
     pub compete: Option<Vec<String>>,
     /// `--stagger`: delay between the start of flow A and flow B.
     pub stagger: Duration,
+    /// `--flow-rtt`: round-trip propagation delay of each competing flow
+    /// (empty: `rtt` for all).
+    pub flow_rtt: Vec<Duration>,
     /// Capacity trace of the down link (server to client) instead of the
     /// rate.
     pub trace_down: Option<PathBuf>,
@@ -307,6 +313,7 @@ pub(crate) fn defaults(exe_dir: &Path) -> Options {
         keep: false,
         compete: None,
         stagger: Duration::ZERO,
+        flow_rtt: Vec::new(),
         trace_down: None,
         trace_up: None,
         trace_offsets: vec![Duration::ZERO],
@@ -615,6 +622,13 @@ pub fn parse_matrix(
             "--stagger" => {
                 o.stagger = parse_duration_with(&v, false).map_err(|e| format!("--stagger: {e}"))?
             }
+            "--flow-rtt" => {
+                o.flow_rtt = v
+                    .split(',')
+                    .map(|r| parse_duration_with(r.trim(), true))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| format!("--flow-rtt: {e}"))?
+            }
             "--json" => o.json = Some(PathBuf::from(v)),
             "--qlog-dir" => o.qlog_dir = Some(PathBuf::from(v)),
             _ => return Ok(false),
@@ -636,8 +650,26 @@ pub fn parse_matrix(
         if o.traced() {
             return Err("--trace* does not apply to --compete".into());
         }
+        if !o.flow_rtt.is_empty() {
+            if o.flow_rtt.len() != pair.len() {
+                return Err(format!(
+                    "--flow-rtt: {} RTTs for {} flows",
+                    o.flow_rtt.len(),
+                    pair.len()
+                ));
+            }
+            if let Some(r) = o.flow_rtt.iter().find(|r| **r < o.rtt) {
+                return Err(format!(
+                    "--flow-rtt: {} ms is below the link's --rtt ({} ms)",
+                    r.as_millis(),
+                    o.rtt.as_millis()
+                ));
+            }
+        }
     } else if !o.stagger.is_zero() {
         return Err("--stagger needs --compete".into());
+    } else if !o.flow_rtt.is_empty() {
+        return Err("--flow-rtt needs --compete".into());
     }
     if offsets_given && !o.traced() {
         return Err("--trace-offsets needs --trace, --trace-down or --trace-up".into());
@@ -836,6 +868,8 @@ mod tests {
         );
         assert_eq!(o.rows, ["hybrid", "cubic"]);
         assert_eq!(o.stagger, Duration::from_secs(2));
+        let o = parse("--compete hybrid,cubic --flow-rtt 40,80ms");
+        assert_eq!(o.flow_rtt, [40, 80].map(Duration::from_millis).to_vec());
         assert_eq!(
             parse("--compete a,b --stagger 500ms").stagger,
             Duration::from_millis(500)
@@ -855,6 +889,9 @@ mod tests {
             "--compete hybrid,ngtcp2:vegas",
             "--compete hybrid,foo:cubic",
             "--compete a,b --stream 1mbit/1s",
+            "--flow-rtt 40,80",
+            "--compete a,b --flow-rtt 40",
+            "--compete a,b --flow-rtt 40,20",
         ] {
             assert!(
                 parse_args(bad.split_whitespace().map(String::from), Path::new("/x")).is_err(),

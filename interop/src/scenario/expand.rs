@@ -230,6 +230,20 @@ pub fn plan(
         }
         args.extend(["--compete".to_string(), vals.join(",")]);
     }
+    if let Some(l) = &traffic.flow_rtt {
+        let vals = list_values(l);
+        for (k, (v, span)) in vals.iter().enumerate() {
+            parse_duration_with(v, true)
+                .map_err(|e| src.error(Some(span.clone()), &format!("traffic.flow_rtt[{k}]"), e))?;
+        }
+        args.extend([
+            "--flow-rtt".to_string(),
+            vals.iter()
+                .map(|(v, _)| v.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+        ]);
+    }
     if let Some(l) = &link.trace_offsets {
         let vals = list_values(l);
         for (k, (v, span)) in vals.iter().enumerate() {

@@ -108,6 +108,8 @@ pub struct Traffic {
     pub compete: Option<List>,
     /// Start of the second competing flow after the first.
     pub stagger: Option<Setting>,
+    /// Round-trip propagation delay of each competing flow (`--flow-rtt`).
+    pub flow_rtt: Option<List>,
     /// Download size (`GET /bytes/N`).
     pub size: Option<Setting>,
     /// Instead: `GET /stream/RATE/DURATION`, e.g. `"8mbit/20s"`.
@@ -237,7 +239,7 @@ impl File {
         }
         if let Some(o) = &v.traffic {
             let b = f.traffic.get_or_insert_with(Default::default);
-            overlay!(b, o, rows, reference, compete, stagger, size, stream);
+            overlay!(b, o, rows, reference, compete, stagger, flow_rtt, size, stream);
         }
         if let Some(o) = &v.run {
             let b = f.run.get_or_insert_with(Default::default);
