@@ -1081,6 +1081,7 @@ impl Controller for Hybrid {
             self.cfg.common.mss,
             self.slow_start,
         ) {
+            let alpha = self.cfg.alpha * self.increase_scale();
             for a in ev.acked {
                 if self.slow_start {
                     self.cwnd += a.bytes as f64;
@@ -1090,7 +1091,6 @@ impl Controller for Hybrid {
                     self.cubic.on_ack(ev.now, rtt, &mut w, a.bytes as f64 / mss);
                     self.cwnd = w * mss;
                 } else {
-                    let alpha = self.cfg.alpha * self.increase_scale();
                     self.ai.on_ack(&mut self.cwnd, a.bytes, alpha * mss);
                 }
             }

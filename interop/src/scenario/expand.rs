@@ -230,34 +230,26 @@ pub fn plan(
         }
         args.extend(["--compete".to_string(), vals.join(",")]);
     }
-    if let Some(l) = &traffic.flow_rtt {
+    // Lists of durations, each element checked at its own line; a bare
+    // number is milliseconds for round trips, seconds for trace offsets.
+    let durations = [
+        (&traffic.flow_rtt, "traffic.flow_rtt", "--flow-rtt", true),
+        (
+            &link.trace_offsets,
+            "link.trace_offsets",
+            "--trace-offsets",
+            false,
+        ),
+    ];
+    for (list, field, flag, ms) in durations {
+        let Some(l) = list else { continue };
         let vals = list_values(l);
         for (k, (v, span)) in vals.iter().enumerate() {
-            parse_duration_with(v, true)
-                .map_err(|e| src.error(Some(span.clone()), &format!("traffic.flow_rtt[{k}]"), e))?;
+            parse_duration_with(v, ms)
+                .map_err(|e| src.error(Some(span.clone()), &format!("{field}[{k}]"), e))?;
         }
-        args.extend([
-            "--flow-rtt".to_string(),
-            vals.iter()
-                .map(|(v, _)| v.as_str())
-                .collect::<Vec<_>>()
-                .join(","),
-        ]);
-    }
-    if let Some(l) = &link.trace_offsets {
-        let vals = list_values(l);
-        for (k, (v, span)) in vals.iter().enumerate() {
-            parse_duration_with(v, false).map_err(|e| {
-                src.error(Some(span.clone()), &format!("link.trace_offsets[{k}]"), e)
-            })?;
-        }
-        args.extend([
-            "--trace-offsets".to_string(),
-            vals.iter()
-                .map(|(v, _)| v.as_str())
-                .collect::<Vec<_>>()
-                .join(","),
-        ]);
+        let joined: Vec<&str> = vals.iter().map(|(v, _)| v.as_str()).collect();
+        args.extend([flag.to_string(), joined.join(",")]);
     }
     let losses = match (&sweep.loss, &link.loss) {
         (Some(_), Some(l)) => {
