@@ -50,6 +50,10 @@
 //!    persisted for 8 RTTs), the queue is watched: if it never drains,
 //!    another flow holds it, and hybrid plays CUBIC (RFC 9438's response
 //!    to every congestion event) until the queue stays empty again.
+//! 9. **Ramp.** Under random loss, each round trip without a queue doubles
+//!    the additive increase (up to a quarter of the window per round trip),
+//!    so that a window cut at a capacity dip regrows when the capacity
+//!    returns.
 //!
 //! See `docs/congestion.md` for the reasoning and the simulator results.
 
@@ -171,6 +175,19 @@ pub struct HybridConfig {
     pub drain_probe_after: u32,
     /// See `drain_probe_after`.
     pub drain_probe_min: Duration,
+    /// Ramp: after each full round trip in which no queue was detected, the
+    /// additive increase doubles, up to this fraction of the window per
+    /// round trip (0 disables the ramp);
+    /// a queue or a backoff resets it to `alpha`. An empty queue means the
+    /// window is below the path's BDP, so linear growth there only wastes
+    /// capacity; on a cellular trace, whose capacity swings by an order of
+    /// magnitude, a flow that backs off on every capacity dip (and under
+    /// random loss, it does) otherwise climbs back at one packet per round
+    /// trip. Only while random loss is measured and losses do not
+    /// correlate with queue peaks: without random loss, an empty queue
+    /// after a loss-based competitor's backoff is capacity that competitor
+    /// gave up (docs/congestion.md §3.2, item 8).
+    pub ramp: f64,
 }
 
 impl Default for HybridConfig {
@@ -203,6 +220,7 @@ impl Default for HybridConfig {
             friendly_increase: true,
             drain_probe_after: 8,
             drain_probe_min: Duration::from_millis(500),
+            ramp: 0.25,
         }
     }
 }
@@ -336,6 +354,10 @@ pub struct Hybrid {
     backoff_beta: f64,
     /// Since when no queue has been detected (competitive mode's exit).
     queue_empty_since: Option<Instant>,
+    /// Factor on the additive increase from [`HybridConfig::ramp`].
+    ramp: f64,
+    /// Whether a queue was detected in the current round.
+    round_queued: bool,
 }
 
 /// After a backoff by Equation (1): does the queue drain?
@@ -422,6 +444,8 @@ impl Hybrid {
             competitive_backoffs: 0,
             backoff_beta: 0.5,
             queue_empty_since: None,
+            ramp: 1.0,
+            round_queued: false,
             cfg,
         }
     }
@@ -661,6 +685,19 @@ impl Hybrid {
         self.round_lost_stat = 0.0;
         self.round_lost = 0.0;
         self.last_round_decided = total;
+        // Ramp: a full round without a queue doubles the increase.
+        if self.cfg.ramp > 0.0
+            && self.round_full
+            && !self.round_queued
+            && !self.slow_start
+            && !self.random_loss_free()
+            && !self.loss_delay_correlated()
+        {
+            self.ramp *= 2.0;
+        } else {
+            self.ramp = 1.0;
+        }
+        self.round_queued = false;
         self.last_round_full = self.round_full;
         // The next round measures the path only if it starts while the
         // sender is using its window (at least half of it in flight before
@@ -780,6 +817,7 @@ impl Hybrid {
         }
         self.cwnd = target.max(self.cfg.common.min_window());
         self.backoff_beta = beta;
+        self.ramp = 1.0;
         self.queue_since = None;
         self.ssthresh = self.cwnd;
         self.slow_start = false;
@@ -1075,13 +1113,20 @@ impl Controller for Hybrid {
             }
         }
 
+        if self.queue_detected() {
+            self.ramp = 1.0;
+            self.round_queued = true;
+        }
         if cwnd_limited(
             ev.prior_in_flight,
             self.cwnd,
             self.cfg.common.mss,
             self.slow_start,
         ) {
-            let alpha = self.cfg.alpha * self.increase_scale();
+            let ramp = self
+                .ramp
+                .min((self.cwnd / mss * self.cfg.ramp / self.cfg.alpha.max(1e-9)).max(1.0));
+            let alpha = self.cfg.alpha * self.increase_scale() * ramp;
             for a in ev.acked {
                 if self.slow_start {
                     self.cwnd += a.bytes as f64;

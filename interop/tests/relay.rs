@@ -77,6 +77,16 @@ fn client() -> UdpSocket {
     c
 }
 
+/// Two echo servers and a relay configuration with one upstream each for
+/// the first two clients.
+fn two_upstreams() -> (Echo, Echo, RelayConfig) {
+    let (e0, e1) = (Echo::start(), Echo::start());
+    let mut cfg = RelayConfig::new("127.0.0.1:0".parse().unwrap(), e0.addr);
+    cfg.upstreams = vec![e0.addr, e1.addr];
+    cfg.max_clients = 2;
+    (e0, e1, cfg)
+}
+
 fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + WAIT;
     while !f() {
@@ -293,10 +303,7 @@ fn several_clients_each_get_their_own_upstream_socket() {
 
 #[test]
 fn several_upstreams_one_shared_bottleneck() {
-    let (e0, e1) = (Echo::start(), Echo::start());
-    let mut cfg = RelayConfig::new("127.0.0.1:0".parse().unwrap(), e0.addr);
-    cfg.upstreams = vec![e0.addr, e1.addr];
-    cfg.max_clients = 2;
+    let (e0, e1, mut cfg) = two_upstreams();
     // 100 kbit/s down: a 1000-byte echo takes 80 ms of bottleneck time, so
     // both clients' echoes queue behind each other in ONE 10-packet buffer.
     cfg.down.rate_bps = Some(100_000);
@@ -456,10 +463,7 @@ fn corrupts_one_early_byte_and_records_what_the_server_saw() {
 /// although they share one delay line with the other client's.
 #[test]
 fn per_client_extra_delay_keeps_each_clients_order() {
-    let (e0, e1) = (Echo::start(), Echo::start());
-    let mut cfg = RelayConfig::new("127.0.0.1:0".parse().unwrap(), e0.addr);
-    cfg.upstreams = vec![e0.addr, e1.addr];
-    cfg.max_clients = 2;
+    let (e0, e1, mut cfg) = two_upstreams();
     cfg.up.delay = Duration::from_millis(5);
     cfg.down.delay = Duration::from_millis(5);
     cfg.peer_delay = vec![Duration::ZERO, Duration::from_millis(30)];

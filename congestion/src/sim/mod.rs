@@ -27,9 +27,11 @@
 
 mod bbr;
 mod rng;
+mod schedule;
 
 pub use bbr::BbrLike;
 pub use rng::Rng;
+pub use schedule::RateSchedule;
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
@@ -455,6 +457,7 @@ pub struct Simulation {
     queue_area: f64,
     sample_every: Duration,
     record_delivery: bool,
+    rate_schedule: Option<RateSchedule>,
 }
 
 impl Simulation {
@@ -477,7 +480,16 @@ impl Simulation {
             queue_area: 0.0,
             sample_every: Duration::from_millis(5),
             record_delivery: false,
+            rate_schedule: None,
         }
+    }
+
+    /// Let the bottleneck's rate follow `schedule` instead of
+    /// [`LinkConfig::rate_bps`] (which still sizes nothing else: set the
+    /// buffer explicitly). Utilisation is then of the capacity the
+    /// schedule offered in the measurement interval.
+    pub fn with_rate_schedule(&mut self, schedule: RateSchedule) {
+        self.rate_schedule = Some(schedule);
     }
 
     /// Record each flow's [`FlowReport::delivery_trace`].
@@ -625,7 +637,10 @@ impl Simulation {
     fn finish(mut self, duration: Duration) -> SimReport {
         let measured = duration.saturating_sub(self.measure_from);
         let secs = measured.as_secs_f64().max(1e-9);
-        let capacity = self.link.rate_bps as f64 / 8.0 * secs;
+        let capacity = match &self.rate_schedule {
+            Some(s) => s.capacity_bytes(self.measure_from, duration).max(1.0),
+            None => self.link.rate_bps as f64 / 8.0 * secs,
+        };
         let flows = self
             .flows
             .drain(..)
@@ -769,6 +784,9 @@ impl Simulation {
     }
 
     fn tx_time(&self, bytes: usize) -> Duration {
+        if let Some(s) = &self.rate_schedule {
+            return s.tx_time(self.now, bytes);
+        }
         Duration::from_secs_f64(bytes as f64 * 8.0 / self.link.rate_bps as f64)
     }
 
