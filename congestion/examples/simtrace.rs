@@ -1,6 +1,8 @@
 //! One flow over a bottleneck whose rate follows a cellular trace
-//! (mahimahi format, binned into 10 ms steps), with and without random
-//! loss: the simulator's view of `make bench-cellular`.
+//! (mahimahi format, in 1 ms steps, the trace's resolution), with and
+//! without random loss on data and ACKs, and 0-10 ms of ACK-path jitter
+//! standing in for the uplink trace that carries the ACKs on the emulated
+//! link: the simulator's view of `make bench-cellular`.
 //!
 //! `cargo run -p congestion --example simtrace --release -- TRACE [BUFFER_PKTS] [SECS]`
 //!
@@ -13,9 +15,14 @@ use std::time::Duration;
 use congestion::sim::{Algo, CodingModel, FlowSpec, LinkConfig, RateSchedule, Simulation};
 use congestion::{CommonConfig, Hybrid, HybridConfig};
 
+/// Step of the binned trace.
+const STEP_MS: u64 = 1;
+/// ACK-path jitter (uniform in 0..JITTER_MS).
+const JITTER_MS: u64 = 10;
 const ALGOS: [Algo; 4] = [Algo::Hybrid, Algo::Cubic, Algo::Bbr, Algo::Ctcp];
 
-/// A flow of `algo`, or (`None`) hybrid without its ramp, for comparison.
+/// A flow of `algo`, or (`None`) hybrid without its ramp and jitter
+/// tolerance (the design before them), for comparison.
 fn flow(algo: Option<Algo>, rtt: Duration) -> FlowSpec {
     match algo {
         Some(a) => a.flow(rtt),
@@ -24,9 +31,10 @@ fn flow(algo: Option<Algo>, rtt: Duration) -> FlowSpec {
             let h = Hybrid::new(HybridConfig {
                 common,
                 ramp: 0.0,
+                jitter_tolerance: 0.0,
                 ..Default::default()
             });
-            let mut spec = FlowSpec::new("hybrid-noramp", Box::new(h), rtt);
+            let mut spec = FlowSpec::new("hybrid-linear", Box::new(h), rtt);
             spec.mss = common.mss;
             spec.paced().with_coding(CodingModel::full())
         }
@@ -46,7 +54,7 @@ fn main() {
     let ms: Vec<u64> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
     let buffer_pkts: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(100);
     let secs: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(60);
-    let schedule = RateSchedule::from_opportunities(&ms, 1500, Duration::from_millis(10))
+    let schedule = RateSchedule::from_opportunities(&ms, 1500, Duration::from_millis(STEP_MS))
         .unwrap_or_else(|| {
             eprintln!("{path}: no capacity");
             std::process::exit(1)
@@ -59,7 +67,9 @@ fn main() {
         for p in [0.0, 0.02] {
             let mut runs = Vec::new();
             for (i, offset) in [0u64, 40, 80].into_iter().enumerate() {
-                let mut link = LinkConfig::bdp_buffer(10.0, rtt).with_loss(p, p);
+                let mut link = LinkConfig::bdp_buffer(10.0, rtt)
+                    .with_loss(p, p)
+                    .with_ack_jitter(Duration::from_millis(JITTER_MS));
                 link.seed = i as u64 + 1;
                 let flow = flow(algo, rtt);
                 link.buffer_bytes = buffer_pkts * flow.mss;
@@ -74,7 +84,7 @@ fn main() {
             let q: f64 = runs.iter().map(|r| r.mean_queue_bytes).sum::<f64>() / 3.0 / 1e3;
             println!(
                 "| {} | {:.0}% | {:.3} ({:.3}-{:.3}) | {:.0} | {:.1} |",
-                algo.map_or("hybrid-noramp", Algo::name),
+                algo.map_or("hybrid-linear", Algo::name),
                 p * 100.0,
                 u[1],
                 u[0],

@@ -54,6 +54,10 @@
 //!    the additive increase (up to a quarter of the window per round trip),
 //!    so that a window cut at a capacity dip regrows when the capacity
 //!    returns.
+//! 10. **Sympathetic backoff.** On a buffer known to be shallow (overflow
+//!     losses while the whole queue is a small fraction of the RTT), a
+//!     standing queue that drains without this flow backing off is another
+//!     flow's response to an overflow, and this flow backs off too.
 //!
 //! See `docs/congestion.md` for the reasoning and the simulator results.
 
@@ -188,6 +192,26 @@ pub struct HybridConfig {
     /// after a loss-based competitor's backoff is capacity that competitor
     /// gave up (docs/congestion.md §3.2, item 8).
     pub ramp: f64,
+    /// Sympathetic backoff on shallow buffers: once a loss has met a queue
+    /// peak while the whole queue range seen is below this fraction of
+    /// RTTmin (a buffer that shallow makes Equation (1) back off by a few
+    /// percent), a standing queue that drains without this flow backing
+    /// off is another flow's response to an overflow, and this flow backs
+    /// off by `competitive_beta` as well, as if the overflow had dropped
+    /// its packets too. At a drop-tail queue an unpaced flow's bursts take
+    /// the drops and a paced one escapes them: without this hybrid took
+    /// 1.4-4.0x an unpaced CUBIC's rate on a 10 %-BDP buffer in the
+    /// simulator (0.75-1.50 with it). Only without random loss and outside
+    /// slow start. 0 disables it.
+    pub sympathetic_range: f64,
+    /// Under random loss the queueing tolerance is at least this many
+    /// RTT variations (`rttvar`): there every loss event applies Equation
+    /// (1), and on a path whose RTT jitters by itself (the uplink of a
+    /// cellular trace carrying the ACKs, a downlink that serves in bursts)
+    /// each of them backed off on jitter. With 10 ms of ACK-path jitter in
+    /// the simulator, hybrid kept 0.77 of the Verizon trace with 2 % loss
+    /// (0.97 loss-free); 0.85 with this at 2.
+    pub jitter_tolerance: f64,
 }
 
 impl Default for HybridConfig {
@@ -221,6 +245,8 @@ impl Default for HybridConfig {
             drain_probe_after: 8,
             drain_probe_min: Duration::from_millis(500),
             ramp: 0.25,
+            sympathetic_range: 0.25,
+            jitter_tolerance: 2.0,
         }
     }
 }
@@ -274,6 +300,8 @@ pub struct HybridStats {
     /// Drain probes: backoffs by Equation (1) without a loss, after a queue
     /// persisted for [`HybridConfig::drain_probe_after`] (see there).
     pub drain_probes: u64,
+    /// Sympathetic backoffs ([`HybridConfig::sympathetic_range`]).
+    pub sympathetic_backoffs: u64,
 }
 
 /// The hybrid controller. See the module documentation.
@@ -358,7 +386,18 @@ pub struct Hybrid {
     ramp: f64,
     /// Whether a queue was detected in the current round.
     round_queued: bool,
+    /// When the filtered RTT last showed a standing queue of at least half
+    /// the range on a shallow buffer (the sympathetic backoff).
+    queue_full_at: Option<Instant>,
+    /// When the window was last reduced.
+    last_backoff_at: Option<Instant>,
+    /// When a loss last met a queue peak.
+    overflow_at: Option<Instant>,
 }
+
+/// The queue (fraction of the range) below which a standing queue counts
+/// as drained for the sympathetic backoff.
+const SYMPATHETIC_DRAINED: f64 = 0.15;
 
 /// After a backoff by Equation (1): does the queue drain?
 #[derive(Clone, Copy, Debug)]
@@ -446,6 +485,9 @@ impl Hybrid {
             queue_empty_since: None,
             ramp: 1.0,
             round_queued: false,
+            queue_full_at: None,
+            last_backoff_at: None,
+            overflow_at: None,
             cfg,
         }
     }
@@ -497,7 +539,8 @@ impl Hybrid {
     /// last queue_range_window, 2 * rttvar)`, so that on a shallow buffer, where
     /// the whole queue is smaller than the tolerance, overflow losses still
     /// count as congestion. The range cap applies only while packets that
-    /// met no queue peak are not lost ([`Hybrid::random_loss_free`]).
+    /// met no queue peak are not lost ([`Hybrid::random_loss_free`]); while
+    /// they are, the tolerance is at least `jitter_tolerance * rttvar`.
     pub fn queue_tolerance(&self) -> Duration {
         let min = self.rtt_min.get().unwrap_or(self.srtt);
         let tol = self
@@ -510,7 +553,12 @@ impl Hybrid {
             // losses correlated with the peaks, which back off anyway).
             // Shrinking the tolerance to half our own range made every
             // loss event under heavy random loss a backoff on jitter.
-            Some(_) if !self.random_loss_free() => tol,
+            // The path's own RTT noise (ACK-path jitter, a link that
+            // serves in bursts) is not a queue either: under random loss
+            // Equation (1) acts at every loss event.
+            Some(_) if !self.random_loss_free() => {
+                tol.max(self.rttvar.mul_f64(self.cfg.jitter_tolerance))
+            }
             Some(max) => {
                 let range = Duration::from_secs_f64(max).saturating_sub(min);
                 // Jittery paths (large rttvar) keep the configured tolerance:
@@ -783,6 +831,85 @@ impl Hybrid {
         }
     }
 
+    /// The ramp's largest increase per round trip as a fraction of the
+    /// window: [`HybridConfig::ramp`], but at most a quarter of the queue
+    /// range seen in the last `queue_range_window` (in units of RTTmin, so
+    /// a fraction of the window), so that a round trip's overshoot fits a
+    /// shallow buffer. Without this cap the ramp drove a single flow on a
+    /// 4 ms buffer with 2 % loss from 0.999 of the link to 0.903 (overflow,
+    /// then the correlation test's backoffs).
+    fn ramp_cap(&self) -> f64 {
+        match (self.rtt_min.get(), self.rtt_raw_max.get()) {
+            (Some(min), Some(max)) if !min.is_zero() => {
+                let min = min.as_secs_f64();
+                self.cfg.ramp.min((max - min).max(0.0) / min / 4.0)
+            }
+            _ => self.cfg.ramp,
+        }
+    }
+
+    /// Whether the buffer is known to be shallow: the queue range seen in
+    /// the last `queue_range_window` is below `sympathetic_range` of RTTmin,
+    /// and a loss met a queue peak in that window (an overflow; alone, a
+    /// delay-based flow's own small queue says nothing about the buffer).
+    pub fn shallow_buffer(&self, now: Instant) -> bool {
+        let (Some(min), Some(max)) = (self.rtt_min.get(), self.rtt_raw_max.get()) else {
+            return false;
+        };
+        let range = Duration::from_secs_f64(max).saturating_sub(min);
+        !range.is_zero()
+            && range < min.mul_f64(self.cfg.sympathetic_range)
+            && self
+                .overflow_at
+                .is_some_and(|t| now.saturating_duration_since(t) <= self.cfg.queue_range_window)
+    }
+
+    /// The sympathetic backoff ([`HybridConfig::sympathetic_range`]): a
+    /// queue that stood at least half the range for a round trip (the
+    /// filtered RTT) and then drains within three round trips, without this
+    /// flow backing off in between, is another flow's response to an
+    /// overflow.
+    fn sympathetic(&mut self, now: Instant) {
+        if self.slow_start || !self.random_loss_free() || !self.shallow_buffer(now) {
+            self.queue_full_at = None;
+            return;
+        }
+        let (Some(min), Some(max), Some(rtt)) = (
+            self.rtt_min.get(),
+            self.rtt_raw_max.get(),
+            self.rtt_recent.get(),
+        ) else {
+            return;
+        };
+        let range = Duration::from_secs_f64(max).saturating_sub(min);
+        let q = rtt.saturating_sub(min);
+        if q >= range / 2 {
+            // The filtered RTT still shows the queue this flow's own last
+            // backoff is draining for up to two round trips after it.
+            let own = self
+                .last_backoff_at
+                .is_some_and(|b| now.saturating_duration_since(b) <= self.srtt * 2);
+            if !own {
+                self.queue_full_at = Some(now);
+            }
+            return;
+        }
+        let Some(full) = self.queue_full_at else {
+            return;
+        };
+        if q > range.mul_f64(SYMPATHETIC_DRAINED) {
+            return;
+        }
+        self.queue_full_at = None;
+        let ours = self.last_backoff_at.is_some_and(|b| b >= full);
+        if !ours && now.saturating_duration_since(full) <= self.srtt * 3 && !self.send.in_recovery()
+        {
+            self.stats.sympathetic_backoffs += 1;
+            self.last_beta = Some(self.cfg.competitive_beta);
+            self.backoff(now, self.cfg.competitive_beta, self.cfg.competitive_beta);
+        }
+    }
+
     /// Backs off by Equation (1) without a loss and schedules the drain
     /// check (see [`HybridConfig::drain_probe_after`]).
     fn drain_probe(&mut self, now: Instant) {
@@ -817,6 +944,7 @@ impl Hybrid {
         }
         self.cwnd = target.max(self.cfg.common.min_window());
         self.backoff_beta = beta;
+        self.last_backoff_at = Some(now);
         self.ramp = 1.0;
         self.queue_since = None;
         self.ssthresh = self.cwnd;
@@ -844,6 +972,7 @@ impl Controller for Hybrid {
         out("erasure_rate", self.erasure_rate());
         out("excess_threshold", self.excess_threshold());
         out("loss_dispersion", self.loss_dispersion());
+        out("ramp", self.ramp);
     }
 
     fn on_packet_sent(
@@ -913,6 +1042,9 @@ impl Controller for Hybrid {
         }
         let n_lost = ev.lost.len() as f64;
         if self.last_ack_queued {
+            if n_lost > 0.0 {
+                self.overflow_at = Some(ev.now);
+            }
             self.round_q = (self.round_q.0 + n_lost, self.round_q.1 + n_lost);
         } else {
             self.round_c = (self.round_c.0 + n_lost, self.round_c.1 + n_lost);
@@ -988,6 +1120,10 @@ impl Controller for Hybrid {
                     self.competitive = false;
                 }
             }
+        }
+
+        if self.cfg.sympathetic_range > 0.0 && ev.rtt_updated {
+            self.sympathetic(ev.now);
         }
 
         if ev.lost.iter().any(|l| self.send.loss_counts(l.pkt_num)) {
@@ -1125,7 +1261,7 @@ impl Controller for Hybrid {
         ) {
             let ramp = self
                 .ramp
-                .min((self.cwnd / mss * self.cfg.ramp / self.cfg.alpha.max(1e-9)).max(1.0));
+                .min((self.cwnd / mss * self.ramp_cap() / self.cfg.alpha.max(1e-9)).max(1.0));
             let alpha = self.cfg.alpha * self.increase_scale() * ramp;
             for a in ev.acked {
                 if self.slow_start {
