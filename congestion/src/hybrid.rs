@@ -7,10 +7,12 @@
 //! 1. **Robust delay signal.** `RTT` is the minimum RTT sample of the last
 //!    smoothed RTT (not the single latest sample), so ACK-path jitter does not
 //!    look like queueing; a queueing delay below the tolerance (default
-//!    max(1 ms, 5 % of RTTmin), but at most max(half the largest queueing
-//!    delay seen in the last 2 s, 2 rttvar), so that a buffer shallower than
-//!    the tolerance still produces congestion signals) counts as none
-//!    (`beta = 1`).
+//!    max(1 ms, 5 % of RTTmin); without random loss at most max(half the
+//!    largest queueing delay seen in the last 2 s, 2 rttvar), so that a
+//!    buffer shallower than the tolerance still produces congestion
+//!    signals; under random loss at least min(2 rttvar, RTTmin), so that a
+//!    path's own RTT jitter is not taken for a queue at every loss) counts
+//!    as none (`beta = 1`).
 //! 2. **Excess-loss detector.** Delay alone fails when RTTmin is
 //!    overestimated (a flow that starts behind a standing queue). Every loss
 //!    counts towards a per-round loss count, whether or not the decoder later
@@ -50,10 +52,10 @@
 //!    persisted for 8 RTTs), the queue is watched: if it never drains,
 //!    another flow holds it, and hybrid plays CUBIC (RFC 9438's response
 //!    to every congestion event) until the queue stays empty again.
-//! 9. **Ramp.** Under random loss, each round trip without a queue doubles
-//!    the additive increase (up to a quarter of the window per round trip),
-//!    so that a window cut at a capacity dip regrows when the capacity
-//!    returns.
+//! 9. **Ramp.** Under random loss, each window-limited round trip without
+//!    a queue doubles the additive increase (up to a quarter of the window
+//!    per round trip, and a quarter of the RTT range seen), so that a
+//!    window cut at a capacity dip regrows when the capacity returns.
 //! 10. **Sympathetic backoff.** On a buffer known to be shallow (overflow
 //!     losses while the whole queue is a small fraction of the RTT), a
 //!     standing queue that drains without this flow backing off is another
@@ -200,9 +202,10 @@ pub struct HybridConfig {
     /// off by `competitive_beta` as well, as if the overflow had dropped
     /// its packets too. At a drop-tail queue an unpaced flow's bursts take
     /// the drops and a paced one escapes them: without this hybrid took
-    /// 1.4-4.0x an unpaced CUBIC's rate on a 10 %-BDP buffer in the
-    /// simulator (0.75-1.50 with it). Only without random loss and outside
-    /// slow start. 0 disables it.
+    /// 1.26-3.75x an unpaced CUBIC's rate on a 10 %-BDP buffer in the
+    /// simulator (1.24-1.96x with it). Only without random loss, outside
+    /// the competitive mode (which already answers every loss event) and
+    /// outside slow start. 0 disables it.
     pub sympathetic_range: f64,
     /// Under random loss the queueing tolerance is at least this many
     /// RTT variations (`rttvar`): there every loss event applies Equation
@@ -210,7 +213,8 @@ pub struct HybridConfig {
     /// cellular trace carrying the ACKs, a downlink that serves in bursts)
     /// each of them backed off on jitter. With 10 ms of ACK-path jitter in
     /// the simulator, hybrid kept 0.77 of the Verizon trace with 2 % loss
-    /// (0.97 loss-free); 0.85 with this at 2.
+    /// (0.97 loss-free); 0.85 with this at 2. The tolerance never exceeds
+    /// RTTmin, since rttvar also follows the flow's own queue.
     pub jitter_tolerance: f64,
 }
 
@@ -384,8 +388,11 @@ pub struct Hybrid {
     queue_empty_since: Option<Instant>,
     /// Factor on the additive increase from [`HybridConfig::ramp`].
     ramp: f64,
-    /// Whether a queue was detected in the current round.
+    /// Whether a queue was detected (or the window reduced) in the current
+    /// round.
     round_queued: bool,
+    /// Whether the window limited sending at some ACK of the current round.
+    round_limited: bool,
     /// When the filtered RTT last showed a standing queue of at least half
     /// the range on a shallow buffer (the sympathetic backoff).
     queue_full_at: Option<Instant>,
@@ -485,6 +492,7 @@ impl Hybrid {
             queue_empty_since: None,
             ramp: 1.0,
             round_queued: false,
+            round_limited: false,
             queue_full_at: None,
             last_backoff_at: None,
             overflow_at: None,
@@ -557,7 +565,10 @@ impl Hybrid {
             // serves in bursts) is not a queue either: under random loss
             // Equation (1) acts at every loss event.
             Some(_) if !self.random_loss_free() => {
-                tol.max(self.rttvar.mul_f64(self.cfg.jitter_tolerance))
+                // At most RTTmin: rttvar also follows this flow's
+                // own queue, which the tolerance must not let grow.
+                let jitter = self.rttvar.mul_f64(self.cfg.jitter_tolerance);
+                tol.max(jitter.min(min))
             }
             Some(max) => {
                 let range = Duration::from_secs_f64(max).saturating_sub(min);
@@ -733,19 +744,22 @@ impl Hybrid {
         self.round_lost_stat = 0.0;
         self.round_lost = 0.0;
         self.last_round_decided = total;
-        // Ramp: a full round without a queue doubles the increase.
+        // Ramp: a round that used the window (cwnd-limited) without a
+        // queue or a backoff doubles the increase, up to the cap.
         if self.cfg.ramp > 0.0
             && self.round_full
+            && self.round_limited
             && !self.round_queued
             && !self.slow_start
             && !self.random_loss_free()
             && !self.loss_delay_correlated()
         {
-            self.ramp *= 2.0;
+            self.ramp = (self.ramp * 2.0).min(self.ramp_max());
         } else {
             self.ramp = 1.0;
         }
         self.round_queued = false;
+        self.round_limited = false;
         self.last_round_full = self.round_full;
         // The next round measures the path only if it starts while the
         // sender is using its window (at least half of it in flight before
@@ -832,10 +846,10 @@ impl Hybrid {
     }
 
     /// The ramp's largest increase per round trip as a fraction of the
-    /// window: [`HybridConfig::ramp`], but at most a quarter of the queue
-    /// range seen in the last `queue_range_window` (in units of RTTmin, so
-    /// a fraction of the window), so that a round trip's overshoot fits a
-    /// shallow buffer. Without this cap the ramp drove a single flow on a
+    /// window: [`HybridConfig::ramp`], but at most a quarter of the range of
+    /// raw RTT samples in the last `queue_range_window` (the queue swing
+    /// plus jitter, in units of RTTmin, so a fraction of the window), so
+    /// that a round trip's overshoot fits a shallow buffer. Without this cap the ramp drove a single flow on a
     /// 4 ms buffer with 2 % loss from 0.999 of the link to 0.903 (overflow,
     /// then the correlation test's backoffs).
     fn ramp_cap(&self) -> f64 {
@@ -846,6 +860,13 @@ impl Hybrid {
             }
             _ => self.cfg.ramp,
         }
+    }
+
+    /// The largest ramp factor: the increase it gives per round trip is at
+    /// most [`Hybrid::ramp_cap`] of the window (and the factor at least 1).
+    fn ramp_max(&self) -> f64 {
+        let mss = self.cfg.common.mss as f64;
+        (self.cwnd / mss * self.ramp_cap() / self.cfg.alpha.max(1e-9)).max(1.0)
     }
 
     /// Whether the buffer is known to be shallow: the queue range seen in
@@ -870,7 +891,11 @@ impl Hybrid {
     /// flow backing off in between, is another flow's response to an
     /// overflow.
     fn sympathetic(&mut self, now: Instant) {
-        if self.slow_start || !self.random_loss_free() || !self.shallow_buffer(now) {
+        if self.slow_start
+            || self.competitive
+            || !self.random_loss_free()
+            || !self.shallow_buffer(now)
+        {
             self.queue_full_at = None;
             return;
         }
@@ -946,6 +971,7 @@ impl Hybrid {
         self.backoff_beta = beta;
         self.last_backoff_at = Some(now);
         self.ramp = 1.0;
+        self.round_queued = true;
         self.queue_since = None;
         self.ssthresh = self.cwnd;
         self.slow_start = false;
@@ -972,7 +998,7 @@ impl Controller for Hybrid {
         out("erasure_rate", self.erasure_rate());
         out("excess_threshold", self.excess_threshold());
         out("loss_dispersion", self.loss_dispersion());
-        out("ramp", self.ramp);
+        out("ramp", self.ramp.min(self.ramp_max()));
     }
 
     fn on_packet_sent(
@@ -1245,6 +1271,7 @@ impl Controller for Hybrid {
                 }
                 self.slow_start = false;
                 self.ssthresh = self.cwnd;
+                self.last_backoff_at = Some(ev.now);
                 self.stats.hystart_exits += 1;
             }
         }
@@ -1259,10 +1286,8 @@ impl Controller for Hybrid {
             self.cfg.common.mss,
             self.slow_start,
         ) {
-            let ramp = self
-                .ramp
-                .min((self.cwnd / mss * self.ramp_cap() / self.cfg.alpha.max(1e-9)).max(1.0));
-            let alpha = self.cfg.alpha * self.increase_scale() * ramp;
+            self.round_limited = true;
+            let alpha = self.cfg.alpha * self.increase_scale() * self.ramp.min(self.ramp_max());
             for a in ev.acked {
                 if self.slow_start {
                     self.cwnd += a.bytes as f64;
@@ -1295,6 +1320,8 @@ impl Controller for Hybrid {
         if packets_retransmitted {
             self.cwnd = self.cfg.common.min_window();
             self.slow_start = true;
+            self.ramp = 1.0;
+            self.queue_full_at = None;
             self.ai.reset();
             self.cubic.reset();
             // What was sent before the collapse belongs to this episode:

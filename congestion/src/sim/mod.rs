@@ -485,8 +485,8 @@ impl Simulation {
     }
 
     /// Let the bottleneck's rate follow `schedule` instead of
-    /// [`LinkConfig::rate_bps`] (which still sizes nothing else: set the
-    /// buffer explicitly). Utilisation is then of the capacity the
+    /// [`LinkConfig::rate_bps`] (the buffer stays `buffer_bytes`, whatever
+    /// rate it was sized for). Utilisation is then of the capacity the
     /// schedule offered in the measurement interval.
     pub fn with_rate_schedule(&mut self, schedule: RateSchedule) {
         self.rate_schedule = Some(schedule);

@@ -12,21 +12,35 @@ pub struct RateSchedule {
 }
 
 impl RateSchedule {
-    /// Rates in bit/s, each held for `step`; `None` if `step` is zero, the
-    /// list is empty or every rate is zero (a packet could never leave).
+    /// Rates in bit/s, each held for `step`; `None` if `step` is shorter
+    /// than [`RateSchedule::MIN_STEP`] or every rate is zero (a packet could
+    /// never leave). The walks over steps use `f64` seconds: simulations
+    /// are meant to last minutes, not months.
     pub fn new(step: Duration, rates_bps: Vec<u64>) -> Option<Self> {
-        (!step.is_zero() && rates_bps.iter().any(|&r| r > 0))
+        (step >= Self::MIN_STEP && rates_bps.iter().any(|&r| r > 0))
             .then_some(RateSchedule { step, rates_bps })
     }
+
+    /// The shortest step accepted.
+    pub const MIN_STEP: Duration = Duration::from_micros(100);
+
+    /// Longest schedule [`RateSchedule::from_opportunities`] builds, in steps.
+    pub const MAX_STEPS: usize = 100_000_000;
 
     /// Bins delivery opportunities (millisecond timestamps, each carrying
     /// `bytes_each` bytes, as in mahimahi's traces) into steps of `step`:
     /// a step's rate is the capacity its opportunities offer. The schedule
     /// lasts until the step holding the last timestamp.
+    /// `None` if there are no timestamps or the schedule would be longer
+    /// than [`RateSchedule::MAX_STEPS`]. Steps below 1 ms are 1 ms.
     pub fn from_opportunities(ms: &[u64], bytes_each: u64, step: Duration) -> Option<Self> {
         let step_ms = step.as_millis().max(1) as u64;
-        let last = *ms.last()?;
-        let mut bins = vec![0u64; (last / step_ms + 1) as usize];
+        let last = *ms.iter().max()?;
+        let steps = usize::try_from(last / step_ms).ok()?.checked_add(1)?;
+        if steps > Self::MAX_STEPS {
+            return None;
+        }
+        let mut bins = vec![0u64; steps];
         for &t in ms {
             bins[(t / step_ms) as usize] += bytes_each;
         }
@@ -46,7 +60,7 @@ impl RateSchedule {
     /// The same schedule started `offset` into it (rounded down to a step).
     pub fn shifted(&self, offset: Duration) -> Self {
         let mut rates = self.rates_bps.clone();
-        let k = (offset.as_nanos() / self.step.as_nanos()) as usize % rates.len();
+        let k = ((offset.as_nanos() / self.step.as_nanos()) % rates.len() as u128) as usize;
         rates.rotate_left(k);
         RateSchedule {
             step: self.step,
@@ -65,6 +79,9 @@ impl RateSchedule {
 
     /// The time a transmission of `bytes` that starts at `from` takes.
     pub fn tx_time(&self, from: Duration, bytes: usize) -> Duration {
+        if bytes == 0 {
+            return Duration::ZERO;
+        }
         let step = self.step.as_secs_f64();
         let mut bits = bytes as f64 * 8.0;
         let mut t = from.as_secs_f64();
@@ -74,7 +91,7 @@ impl RateSchedule {
             // rounding cannot stall the walk).
             let end = ((t / step).floor() + 1.0) * step;
             let left = (end - t).max(1e-9);
-            if rate * left >= bits {
+            if rate > 0.0 && rate * left >= bits {
                 t += bits / rate;
                 break;
             }
@@ -116,6 +133,8 @@ mod tests {
             (s.capacity_bytes(Duration::ZERO, Duration::from_millis(40)) - 20_000.0).abs() < 1.0
         );
         assert!(RateSchedule::new(Duration::from_millis(1), vec![0, 0]).is_none());
+        assert!(RateSchedule::new(Duration::from_nanos(1), vec![1]).is_none());
+        assert_eq!(s.tx_time(Duration::from_millis(15), 0), Duration::ZERO);
     }
 
     #[test]
@@ -125,5 +144,12 @@ mod tests {
             .unwrap();
         assert_eq!(s.rate_at(Duration::from_millis(10)), 240_000);
         assert_eq!(s.rate_at(Duration::from_millis(110)), 120_000);
+        // Unsorted input is binned by value; an absurd length is refused.
+        let u = RateSchedule::from_opportunities(&[150, 5, 50], 1500, Duration::from_millis(100))
+            .unwrap();
+        assert_eq!(u, s);
+        assert!(
+            RateSchedule::from_opportunities(&[u64::MAX], 1500, Duration::from_millis(1)).is_none()
+        );
     }
 }
