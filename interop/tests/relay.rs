@@ -463,7 +463,8 @@ fn corrupts_one_early_byte_and_records_what_the_server_saw() {
 /// although they share one delay line with the other client's.
 #[test]
 fn per_client_extra_delay_keeps_each_clients_order() {
-    let (e0, e1, mut cfg) = two_upstreams();
+    // The echo servers stay up until the end of the test.
+    let (_e0, _e1, mut cfg) = two_upstreams();
     cfg.up.delay = Duration::from_millis(5);
     cfg.down.delay = Duration::from_millis(5);
     cfg.peer_delay = vec![Duration::ZERO, Duration::from_millis(30)];
