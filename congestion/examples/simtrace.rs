@@ -8,7 +8,8 @@
 //!
 //! Prints, per controller and loss rate, the utilisation of the offered
 //! capacity (median and min-max over three trace offsets), queue drops per
-//! 10 MB and the mean queue.
+//! 10 MB, the mean queue and, for hybrid, the share of time spent in its
+//! competitive mode.
 
 use std::time::Duration;
 
@@ -61,8 +62,8 @@ fn main() {
         });
     let rtt = Duration::from_millis(40);
     println!("# {path}: RTT 40 ms, buffer {buffer_pkts} packets, {secs} s from offsets 0/40/80 s");
-    println!("| algo | loss | util median (min-max) | drops/10 MB | mean queue kB |");
-    println!("|---|---|---|---|---|");
+    println!("| algo | loss | util median (min-max) | drops/10 MB | mean queue kB | competitive |");
+    println!("|---|---|---|---|---|---|");
     for algo in ALGOS.into_iter().map(Some).chain([None]) {
         for p in [0.0, 0.02] {
             let mut runs = Vec::new();
@@ -82,15 +83,25 @@ fn main() {
             u.sort_by(f64::total_cmp);
             let drops: f64 = runs.iter().map(|r| r.queue_drops_per_10mb()).sum::<f64>() / 3.0;
             let q: f64 = runs.iter().map(|r| r.mean_queue_bytes).sum::<f64>() / 3.0 / 1e3;
+            let comp: Vec<String> = runs
+                .iter()
+                .filter_map(|r| r.flows[0].mean_metric("competitive"))
+                .map(|c| format!("{:.0}%", c * 100.0))
+                .collect();
             println!(
-                "| {} | {:.0}% | {:.3} ({:.3}-{:.3}) | {:.0} | {:.1} |",
+                "| {} | {:.0}% | {:.3} ({:.3}-{:.3}) | {:.0} | {:.1} | {} |",
                 algo.map_or("hybrid-linear", Algo::name),
                 p * 100.0,
                 u[1],
                 u[0],
                 u[2],
                 drops,
-                q
+                q,
+                if comp.is_empty() {
+                    "-".to_string()
+                } else {
+                    comp.join(" ")
+                }
             );
         }
     }

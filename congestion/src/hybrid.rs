@@ -161,6 +161,20 @@ pub struct HybridConfig {
     /// Without this, two CUBIC-like flows starting that far apart take
     /// longer to converge than a 20 MB transfer lasts.
     pub competitive_restart: bool,
+    /// Recheck of the competitive mode: before entering it, and then every
+    /// this long in it (outside slow start), cut the window to the
+    /// bandwidth-delay product this flow measures (delivery rate times
+    /// RTTmin) until its packets sent after the cut are acknowledged
+    /// (about two round trips). Alone that empties the queue whatever the
+    /// capacity did meanwhile, and the mode is refused or left with the
+    /// window at that product; when the packets sent after the cut still
+    /// meet a queue (above the tolerance and `competitive_drain_frac` of
+    /// the queue before), another flow holds it and the window is
+    /// restored. On a cellular trace a capacity drop leaves a queue that
+    /// an Equation (1) backoff does not drain; without this the flow took
+    /// that for a competitor and, in the mode, filled a 1000-packet buffer
+    /// (docs/congestion.md §3.2, item 11). Zero disables it.
+    pub competitive_recheck: Duration,
     /// While a queue is detected and random loss is not (see
     /// `competitive_max_random_loss`), scale the additive increase by
     /// `3 (1 - beta) / (1 + beta)` for the factor `beta` of the last backoff
@@ -189,10 +203,12 @@ pub struct HybridConfig {
     /// capacity; on a cellular trace, whose capacity swings by an order of
     /// magnitude, a flow that backs off on every capacity dip (and under
     /// random loss, it does) otherwise climbs back at one packet per round
-    /// trip. Only while random loss is measured and losses do not
-    /// correlate with queue peaks: without random loss, an empty queue
-    /// after a loss-based competitor's backoff is capacity that competitor
-    /// gave up (docs/congestion.md §3.2, item 8).
+    /// trip. Not while losses correlate with queue peaks, nor, without
+    /// random loss, on a shallow buffer (see [`Hybrid::shallow_buffer`]),
+    /// where the empty queue after an unpaced competitor's backoff is
+    /// capacity that competitor gave up. Against a loss-based flow holding
+    /// a deeper queue the competitive mode grows like CUBIC instead
+    /// (docs/congestion.md §3.2, items 8 and 11).
     pub ramp: f64,
     /// Sympathetic backoff on shallow buffers: once a loss has met a queue
     /// peak while the whole queue range seen is below this fraction of
@@ -245,6 +261,7 @@ impl Default for HybridConfig {
             competitive_drain_frac: 0.1,
             competitive_max_random_loss: 0.002,
             competitive_restart: true,
+            competitive_recheck: Duration::from_secs(5),
             friendly_increase: true,
             drain_probe_after: 8,
             drain_probe_min: Duration::from_millis(500),
@@ -306,6 +323,10 @@ pub struct HybridStats {
     pub drain_probes: u64,
     /// Sympathetic backoffs ([`HybridConfig::sympathetic_range`]).
     pub sympathetic_backoffs: u64,
+    /// Rechecks of the competitive mode ([`HybridConfig::competitive_recheck`]).
+    pub competitive_rechecks: u64,
+    /// Rechecks that found the queue drained: entries refused and exits.
+    pub competitive_cleared: u64,
 }
 
 /// The hybrid controller. See the module documentation.
@@ -400,6 +421,29 @@ pub struct Hybrid {
     last_backoff_at: Option<Instant>,
     /// When a loss last met a queue peak.
     overflow_at: Option<Instant>,
+    /// The recheck in progress ([`HybridConfig::competitive_recheck`]).
+    recheck: Option<Recheck>,
+    /// When the competitive mode was entered or last rechecked.
+    rechecked_at: Option<Instant>,
+}
+
+/// A recheck of the competitive mode: the window is cut to the measured
+/// bandwidth-delay product; do this flow's packets sent after the cut
+/// still meet a queue?
+#[derive(Clone, Copy, Debug)]
+struct Recheck {
+    /// When the window was cut (packets sent from then on are the probe).
+    start: Instant,
+    /// When to decide.
+    until: Instant,
+    /// The window before the cut, restored if another flow holds the queue.
+    saved: f64,
+    /// The queueing delay before the cut.
+    before: Duration,
+    /// Whether the mode is yet to be entered (else: whether to stay in it).
+    entering: bool,
+    /// Smallest queueing delay met by a probe packet.
+    min_queue: Option<Duration>,
 }
 
 /// The queue (fraction of the range) below which a standing queue counts
@@ -496,6 +540,8 @@ impl Hybrid {
             queue_full_at: None,
             last_backoff_at: None,
             overflow_at: None,
+            recheck: None,
+            rechecked_at: None,
             cfg,
         }
     }
@@ -720,7 +766,7 @@ impl Hybrid {
         }
     }
 
-    fn end_round(&mut self, prior_in_flight: usize) {
+    fn end_round(&mut self, now: Instant, prior_in_flight: usize) {
         let total = self.round_acked + self.round_lost_stat;
         // Rounds that mostly met no queue peak measure how random loss is
         // spread over rounds; overflow rounds (at the peaks) are left out,
@@ -751,7 +797,7 @@ impl Hybrid {
             && self.round_limited
             && !self.round_queued
             && !self.slow_start
-            && !self.random_loss_free()
+            && (!self.random_loss_free() || !self.shallow_buffer(now))
             && !self.loss_delay_correlated()
         {
             self.ramp = (self.ramp * 2.0).min(self.ramp_max());
@@ -935,6 +981,61 @@ impl Hybrid {
         }
     }
 
+    /// Enters the competitive mode.
+    fn enter_competitive(&mut self, now: Instant) {
+        self.stats.competitive_entries += 1;
+        self.competitive = true;
+        self.rechecked_at = Some(now);
+        self.cubic.reset();
+        if self.cfg.competitive_restart {
+            self.slow_start = true;
+            self.ssthresh = f64::INFINITY;
+        }
+    }
+
+    /// Starts a recheck ([`HybridConfig::competitive_recheck`]): cuts the
+    /// window to the measured bandwidth-delay product and freezes it until
+    /// the packets sent from now on tell whether the queue drains. The
+    /// decision waits up to two smoothed RTTs plus RTTmin: with another
+    /// flow holding the queue, this flow's packets in flight take about
+    /// sRTT - RTTmin to fall to the cut window and the first probe packet
+    /// a full sRTT to come back.
+    fn start_recheck(&mut self, now: Instant, entering: bool) {
+        let min = self.rtt_min.get().unwrap_or(self.srtt);
+        let bdp = self
+            .bdp_estimate()
+            .unwrap_or_else(|| self.cwnd * min.as_secs_f64() / self.srtt.as_secs_f64().max(1e-6));
+        self.stats.competitive_rechecks += 1;
+        self.rechecked_at = Some(now);
+        self.recheck = Some(Recheck {
+            start: now,
+            until: now + self.srtt * 2 + min.max(Duration::from_millis(10)),
+            saved: self.cwnd,
+            before: self.queueing_delay().unwrap_or_default(),
+            entering,
+            min_queue: None,
+        });
+        self.cwnd = bdp.max(self.cfg.common.min_window()).min(self.cwnd);
+    }
+
+    /// Ends a recheck: with the queue drained this flow is alone (the mode
+    /// is refused or left, the window stays at the measured product);
+    /// otherwise the window is restored and the mode entered or kept.
+    fn finish_recheck(&mut self, now: Instant, r: Recheck, drained: bool) {
+        if drained {
+            self.stats.competitive_cleared += 1;
+            self.competitive = false;
+            self.ssthresh = self.cwnd;
+            self.cubic.reset();
+            self.ai.reset();
+        } else {
+            self.cwnd = self.cwnd.max(r.saved);
+            if r.entering {
+                self.enter_competitive(now);
+            }
+        }
+    }
+
     /// Backs off by Equation (1) without a loss and schedules the drain
     /// check (see [`HybridConfig::drain_probe_after`]).
     fn drain_probe(&mut self, now: Instant) {
@@ -952,6 +1053,11 @@ impl Hybrid {
     /// replaced by what the path delivered over the last round, scaled by
     /// `delivered_beta`.
     fn backoff(&mut self, now: Instant, beta: f64, delivered_beta: f64) {
+        // A recheck in progress is abandoned: back off from the window
+        // it cut.
+        if let Some(r) = self.recheck.take() {
+            self.cwnd = self.cwnd.max(r.saved);
+        }
         let mss = self.cfg.common.mss as f64;
         let before = self.cwnd;
         let mut target = self.cwnd * beta;
@@ -1110,15 +1216,44 @@ impl Controller for Hybrid {
                         c.min_excess.unwrap_or_default() > threshold && self.random_loss_free()
                     };
                     if held && !self.competitive {
-                        self.stats.competitive_entries += 1;
-                        self.cubic.reset();
-                        if self.cfg.competitive_restart {
-                            self.slow_start = true;
-                            self.ssthresh = f64::INFINITY;
+                        if self.cfg.competitive_recheck.is_zero() {
+                            self.enter_competitive(ev.now);
+                        } else {
+                            self.start_recheck(ev.now, true);
                         }
+                    } else {
+                        self.competitive = held;
                     }
-                    self.competitive = held;
                 }
+            }
+            if let Some(mut r) = self.recheck {
+                // The RTT sample is the newest acknowledged packet's.
+                let probe = ev.acked.last().is_some_and(|a| a.time_sent >= r.start);
+                if ev.rtt_updated && probe {
+                    let min = self.rtt_min.get().unwrap_or_default();
+                    let q = ev.rtt.latest.saturating_sub(min);
+                    r.min_queue = Some(r.min_queue.map_or(q, |m| m.min(q)));
+                }
+                let threshold = self
+                    .queue_tolerance()
+                    .max(r.before.mul_f64(self.cfg.competitive_drain_frac));
+                let drained = r.min_queue.is_some_and(|q| q <= threshold);
+                if drained || ev.now >= r.until {
+                    self.recheck = None;
+                    self.finish_recheck(ev.now, r, drained);
+                } else {
+                    self.recheck = Some(r);
+                }
+            } else if self.competitive
+                && !self.cfg.competitive_recheck.is_zero()
+                && !self.slow_start
+                && self.drain_check.is_none()
+                && !self.send.in_recovery()
+                && self.rechecked_at.is_none_or(|t| {
+                    ev.now.saturating_duration_since(t) >= self.cfg.competitive_recheck
+                })
+            {
+                self.start_recheck(ev.now, false);
             }
             // Leave the mode once the queue has stayed empty for a while
             // (four smoothed RTTs): a momentary drain, when both flows back
@@ -1132,6 +1267,7 @@ impl Controller for Hybrid {
                     && !self.competitive
                     && !self.slow_start
                     && self.drain_check.is_none()
+                    && self.recheck.is_none()
                     && !self.send.in_recovery()
                     && self.random_loss_free()
                     && ev.now.saturating_duration_since(since) >= persist
@@ -1285,7 +1421,8 @@ impl Controller for Hybrid {
             self.cwnd,
             self.cfg.common.mss,
             self.slow_start,
-        ) {
+        ) && self.recheck.is_none()
+        {
             self.round_limited = true;
             let alpha = self.cfg.alpha * self.increase_scale() * self.ramp.min(self.ramp_max());
             for a in ev.acked {
@@ -1304,7 +1441,7 @@ impl Controller for Hybrid {
 
         if let (Some(end), Some(largest)) = (self.round_end, ev.acked.last().map(|a| a.pkt_num)) {
             if largest >= end {
-                self.end_round(ev.prior_in_flight);
+                self.end_round(ev.now, ev.prior_in_flight);
             }
         }
     }
@@ -1320,6 +1457,7 @@ impl Controller for Hybrid {
         if packets_retransmitted {
             self.cwnd = self.cfg.common.min_window();
             self.slow_start = true;
+            self.recheck = None;
             self.ramp = 1.0;
             self.queue_full_at = None;
             self.ai.reset();
@@ -1346,6 +1484,7 @@ impl Controller for Hybrid {
 
     fn state_str(&self) -> &'static str {
         match state_name(self.slow_start, self.send.in_recovery()) {
+            "congestion_avoidance" if self.recheck.is_some() => "competitive_recheck",
             "congestion_avoidance" if self.competitive => "competitive",
             s => s,
         }

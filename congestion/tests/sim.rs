@@ -577,10 +577,12 @@ fn cubic_with_rollback_reproduces_the_emulated_link() {
 /// Mbit/s every 2 s, buffer 100 packets) with 2 % random loss: each
 /// capacity drop builds a queue that the next random loss backs off by
 /// Equation (1), so the window must climb back quickly when the capacity
-/// returns. The ramp (additive increase doubling per queue-free round trip
-/// while random loss is present) keeps it within 10 % of the loss-free run
-/// and well above linear growth. Loss-free, the ramp is off and the two
-/// variants are the same.
+/// returns. The ramp (additive increase doubling per queue-free round trip)
+/// keeps it within 10 % of the loss-free run and well above linear growth.
+/// Loss-free, it costs a little here (0.855 against 0.889 without: it
+/// overshoots into the 100-packet buffer when the capacity returns) and
+/// gains on the cellular traces (`examples/simtrace.rs`: 0.82 against 0.66
+/// of T-Mobile's capacity with a 1000-packet buffer).
 #[test]
 fn hybrid_ramp_tracks_capacity_swings_under_random_loss() {
     use congestion::sim::RateSchedule;
@@ -609,7 +611,8 @@ fn hybrid_ramp_tracks_capacity_swings_under_random_loss() {
     eprintln!("loss-free {clean:.3}, 2 % loss {lossy:.3}, 2 % loss without ramp {linear:.3}");
     assert!(lossy >= 0.9 * clean, "{lossy} vs {clean}");
     assert!(lossy >= 1.1 * linear, "{lossy} vs {linear}");
-    assert_eq!(run(0.0, 0.0), clean);
+    let clean_linear = run(0.0, 0.0);
+    assert!(clean >= 0.95 * clean_linear, "{clean} vs {clean_linear}");
 }
 
 /// On a buffer of 10 % of the BDP (4 ms), the unpaced CUBIC flow's bursts
@@ -666,4 +669,69 @@ fn hybrid_backs_off_with_others_on_a_shallow_buffer() {
     sim.add_flow(hybrid(default));
     let alone = sim.run(secs(30), secs(5)).utilisation;
     assert!(alone >= 0.95, "{alone}");
+}
+
+/// Alone on a link whose capacity swings (a square wave between 20 and 4
+/// Mbit/s every 2 s, a 1000-packet buffer, no loss), a capacity drop leaves
+/// a queue that an Equation (1) backoff cannot drain, which the drain check
+/// takes for another flow's. The recheck (cut to the measured
+/// bandwidth-delay product: alone the queue empties) refuses or leaves the
+/// competitive mode, whose CUBIC-like growth otherwise fills the deep
+/// buffer; against CUBIC holding a one-BDP queue the mode still engages and
+/// keeps hybrid's share.
+#[test]
+fn hybrid_rechecks_the_competitive_mode_on_a_varying_link() {
+    use congestion::sim::RateSchedule;
+    use congestion::{CommonConfig, Hybrid, HybridConfig};
+    let hybrid = |recheck: Duration| {
+        let common = CommonConfig::default();
+        let h = Hybrid::new(HybridConfig {
+            common,
+            competitive_recheck: recheck,
+            ..Default::default()
+        });
+        let mut f = FlowSpec::new("hybrid", Box::new(h), ms(40))
+            .paced()
+            .with_coding(CodingModel::full());
+        f.mss = common.mss;
+        f
+    };
+    let alone = |recheck: Duration| {
+        let mut link = LinkConfig::bdp_buffer(20.0, ms(40));
+        link.buffer_bytes = 1000 * CommonConfig::default().mss;
+        let mut sim = Simulation::new(link);
+        sim.with_rate_schedule(RateSchedule::square(20_000_000, 4_000_000, secs(4)).unwrap());
+        sim.add_flow(hybrid(recheck));
+        let r = sim.run(secs(60), secs(5));
+        let comp = r.flows[0].mean_metric("competitive").unwrap_or(0.0);
+        (r.utilisation, r.mean_queue_bytes, comp)
+    };
+    let default = HybridConfig::default().competitive_recheck;
+    let (with, without) = (alone(default), alone(Duration::ZERO));
+    let vs_cubic = |recheck: Duration| {
+        let r = pair(
+            hybrid(recheck),
+            Algo::Cubic.flow(ms(40)),
+            LinkConfig::bdp_buffer(20.0, ms(40)),
+            secs(30),
+            secs(10),
+        );
+        let comp = r.flows[0].mean_metric("competitive").unwrap_or(0.0);
+        (ratio(&r), comp)
+    };
+    let (shared, shared_without) = (vs_cubic(default), vs_cubic(Duration::ZERO));
+    eprintln!(
+        "alone (utilisation, mean queue, competitive share of time): with {with:.3?}, \
+         without {without:.3?}; vs CUBIC (share ratio, competitive share of time): \
+         with {shared:.2?}, without {shared_without:.2?}"
+    );
+    assert!(without.2 > 0.2, "{without:?}");
+    assert!(with.2 < without.2 / 2.0, "{with:?} vs {without:?}");
+    assert!(with.1 < without.1 / 2.0, "{with:?} vs {without:?}");
+    assert!(with.0 >= 0.85, "{with:?}");
+    assert!(shared.1 > 0.5, "{shared:?}");
+    assert!(
+        (0.7..=1.43).contains(&shared.0),
+        "{shared:?} vs {shared_without:?}"
+    );
 }

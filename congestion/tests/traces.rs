@@ -1007,11 +1007,16 @@ fn hybrid_feed(d: &mut Driver<Hybrid>, t: &mut u64, until: u64, rtt_ms: u64) {
 fn hybrid_enters_competitive_mode_only_when_its_backoff_leaves_the_queue() {
     // The Equation (1) backoff at 170 ms (queue 40 ms) is watched from two
     // RTTs later for max(8 sRTT, 500 ms). If the queue stays (another flow
-    // holds it), the mode begins, with a new slow start.
+    // holds it), a recheck cuts the window to the measured BDP; if the
+    // packets sent after the cut still meet the queue (decided 2 sRTT +
+    // RTTmin later), the mode begins, with a new slow start.
     let (mut d, mut t) = hybrid_in_ca(HybridConfig::default());
     hybrid_feed(&mut d, &mut t, 900, 80);
     assert!(!d.cc.competitive(), "decided before the watch ended");
     hybrid_feed(&mut d, &mut t, 1100, 80);
+    assert!(!d.cc.competitive(), "entered before the recheck");
+    assert_eq!(d.cc.stats().competitive_rechecks, 1);
+    hybrid_feed(&mut d, &mut t, 1300, 80);
     assert!(d.cc.competitive());
     assert_eq!(d.cc.stats().competitive_entries, 1);
     assert_eq!(d.cc.state_str(), "slow_start");
@@ -1021,6 +1026,23 @@ fn hybrid_enters_competitive_mode_only_when_its_backoff_leaves_the_queue() {
     assert!(d.cc.competitive(), "left on a momentary drain");
     hybrid_feed(&mut d, &mut t, t0 + 300, 40);
     assert!(!d.cc.competitive());
+
+    // The queue stays through the watch but the recheck drains it (alone
+    // on a link whose capacity dropped): no mode.
+    let (mut d, mut t) = hybrid_in_ca(HybridConfig::default());
+    hybrid_feed(&mut d, &mut t, 1100, 80);
+    hybrid_feed(&mut d, &mut t, 1300, 41);
+    assert!(!d.cc.competitive());
+    assert_eq!(d.cc.stats().competitive_entries, 0);
+    assert_eq!(d.cc.stats().competitive_cleared, 1);
+
+    // Without the recheck the watch decides alone.
+    let (mut d, mut t) = hybrid_in_ca(HybridConfig {
+        competitive_recheck: Duration::ZERO,
+        ..HybridConfig::default()
+    });
+    hybrid_feed(&mut d, &mut t, 1100, 80);
+    assert!(d.cc.competitive());
 
     // The same backoff, and the queue drains: no mode.
     let (mut d, mut t) = hybrid_in_ca(HybridConfig::default());

@@ -264,12 +264,25 @@ pub struct FlowReport {
     pub rtos: u64,
     /// Mean smoothed RTT over the measurement interval.
     pub mean_srtt: Duration,
+    /// Time averages of the controller's metrics
+    /// ([`Controller::metrics`]) over the measurement interval, counting
+    /// zero while one is not reported, in the order first reported (a flag
+    /// such as hybrid's `competitive` averages to the fraction of time set).
+    pub mean_metrics: Vec<(&'static str, f64)>,
     /// With [`Simulation::record_delivery`]: (time, bytes received since the
     /// flow started) every 5 ms from time 0 (whole run). Empty otherwise.
     pub delivery_trace: Vec<(Duration, u64)>,
 }
 
 impl FlowReport {
+    /// The time average of the controller metric `name`, if it reported one.
+    pub fn mean_metric(&self, name: &str) -> Option<f64> {
+        self.mean_metrics
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, v)| v)
+    }
+
     /// The first time (from the start of the run) at which the receive rate
     /// averaged over the preceding `window` reached `rate_bps`; needs
     /// [`Simulation::record_delivery`].
@@ -627,6 +640,14 @@ impl Simulation {
                 if f.started {
                     f.cwnd_area += f.spec.controller.congestion_window() as f64 * dt;
                     f.srtt_area += f.srtt.as_secs_f64() * dt;
+                    let areas = &mut f.report.mean_metrics;
+                    f.spec.controller.metrics(&mut |name, v| match areas
+                        .iter_mut()
+                        .find(|(n, _)| *n == name)
+                    {
+                        Some((_, a)) => *a += v * dt,
+                        None => areas.push((name, v * dt)),
+                    });
                 }
             }
         }
@@ -648,6 +669,9 @@ impl Simulation {
                 f.report.throughput_bps = f.report.delivered_bytes as f64 * 8.0 / secs;
                 f.report.mean_cwnd = f.cwnd_area / secs;
                 f.report.mean_srtt = Duration::from_secs_f64(f.srtt_area / secs);
+                for (_, a) in &mut f.report.mean_metrics {
+                    *a /= secs;
+                }
                 f.report
             })
             .collect();
