@@ -1090,3 +1090,42 @@ fn hybrid_drain_probe_trims_a_standing_queue_without_loss() {
     hybrid_feed(&mut d, &mut t, 3000, 60);
     assert_eq!(d.cc.stats().drain_probes, 0);
 }
+
+#[test]
+fn hybrid_tolerates_a_few_packets_of_queue_under_random_loss() {
+    // One packet every 8 ms at RTTmin (no queue), every tenth lost (off the
+    // queue peaks: random loss): 9 packets per 80 ms acknowledged, 135
+    // kB/s, so four packets take 35.6 ms at the bottleneck. The driver's
+    // rttvar is RTT/4, so the jitter tolerance is 20 ms.
+    let run = |pkts: f64, lossy: bool| {
+        let (mut d, mut t) = hybrid_in_ca(HybridConfig {
+            queue_tolerance_pkts: pkts,
+            ..HybridConfig::default()
+        });
+        let mut pending = None;
+        for k in 0..400u64 {
+            let r = d.send(1);
+            t += 8;
+            d.at(ms(t));
+            if lossy && k % 10 == 9 {
+                pending = Some(r.start);
+                continue;
+            }
+            let lost: Vec<u64> = pending.take().into_iter().collect();
+            d.event(r, &lost, ms(40));
+        }
+        d
+    };
+    let (with, without) = (run(4.0, true), run(0.0, true));
+    assert!(!with.cc.random_loss_free());
+    let four = Duration::from_secs_f64(4.0 * MSS as f64 / (9.0 * MSS as f64 / 0.08));
+    let tol = with.cc.queue_tolerance();
+    // (The rate is measured over the last 16 ACKs, which do not span a
+    // whole number of loss cycles.)
+    assert!(tol.abs_diff(four) < ms(2), "{tol:?} vs {four:?}");
+    assert_eq!(without.cc.queue_tolerance(), ms(20));
+    // Loss-free it does not apply.
+    let (with, without) = (run(4.0, false), run(0.0, false));
+    assert!(with.cc.random_loss_free());
+    assert_eq!(with.cc.queue_tolerance(), without.cc.queue_tolerance());
+}
