@@ -64,21 +64,36 @@ for _ in $(seq 50); do
     sleep 0.1
 done
 
-# 4. Each view in the browser: DOM, console and a screenshot.
+# 4. Each view in the browser: DOM, console and a screenshot. qvis logs
+#    through console.log (the whole file once: "successfully loaded");
+#    an exception shows as "Uncaught".
 FLAGS=(--headless --no-sandbox --disable-gpu --hide-scrollbars --virtual-time-budget=20000)
 status=0
+fail() { echo "qvis-check: $*" >&2; status=1; }
 for view in sequence congestion; do
     url="http://127.0.0.1:$PORT/?file=http://127.0.0.1:$PORT/export.qlog#/$view"
     chromium "${FLAGS[@]}" --enable-logging=stderr --v=0 --dump-dom "$url" \
-        >"$WORK/$view.html" 2>"$WORK/$view.console" || true
+        >"$WORK/$view.html" 2>"$WORK/$view.log" || true
+    grep -a "CONSOLE" "$WORK/$view.log" | grep -av "successfully loaded file directly" \
+        | cut -c1-300 >"$WORK/$view.console" || true
     chromium "${FLAGS[@]}" --window-size=1400,1000 --screenshot="$WORK/$view.png" "$url" \
         >/dev/null 2>&1 || true
-    if grep -qi "uncaught\|error loading\|could not be loaded\|TypeError" "$WORK/$view.console"; then
-        echo "qvis-check: $view: errors in the console ($WORK/$view.console)" >&2
-        status=1
-    fi
-    echo "$view: $(grep -o '<path' "$WORK/$view.html" | wc -l) paths, \
-$(grep -o '<rect' "$WORK/$view.html" | wc -l) rects, \
-$(grep -o '<circle' "$WORK/$view.html" | wc -l) circles; screenshot $WORK/$view.png"
+    grep -qi "uncaught\|error loading\|could not" "$WORK/$view.console" \
+        && fail "$view: errors in the console ($WORK/$view.console)"
+    grep -q "QlogLoaderV2:fromDraft02" "$WORK/$view.console" \
+        || fail "$view: qvis did not load the file as draft-02 ($WORK/$view.console)"
+    [ -s "$WORK/$view.png" ] || fail "$view: no screenshot"
 done
+# The sequence diagram draws an arrow (SVG lines) per packet and labels
+# them; the congestion graph renders into two canvases.
+lines=$(grep -o '<line' "$WORK/sequence.html" | wc -l)
+labels=$(grep -o '>initial : [0-9]*<\|>1RTT : [0-9]*<' "$WORK/sequence.html" | wc -l)
+canvases=$(grep -o '<canvas' "$WORK/congestion.html" | wc -l)
+grep -q "SequenceDiagramD3Renderer:render" "$WORK/sequence.console" || fail "sequence: not rendered"
+grep -q "CongestionGraphRenderer:render" "$WORK/congestion.console" || fail "congestion: not rendered"
+[ "$lines" -ge 100 ] && [ "$labels" -ge 10 ] || fail "sequence: $lines lines, $labels packet labels"
+[ "$canvases" -ge 2 ] || fail "congestion: $canvases canvases"
+echo "qvis-check: sequence diagram $lines lines, $labels packet labels; congestion graph $canvases canvases"
+echo "qvis-check: screenshots $WORK/sequence.png $WORK/congestion.png"
+[ $status -eq 0 ] && echo "qvis-check: ok"
 exit $status
