@@ -628,9 +628,9 @@ impl Hybrid {
                 // own queue, which the tolerance must not let grow.
                 let jitter = self.rttvar.mul_f64(self.cfg.jitter_tolerance);
                 let pkts = self.delivery_rate().map_or(Duration::ZERO, |r| {
-                    Duration::from_secs_f64(
-                        self.cfg.queue_tolerance_pkts * self.cfg.common.mss as f64 / r.max(1.0),
-                    )
+                    let pkts = self.cfg.queue_tolerance_pkts;
+                    let pkts = if pkts.is_finite() { pkts.max(0.0) } else { 0.0 };
+                    Duration::from_secs_f64(pkts * self.cfg.common.mss as f64 / r.max(1.0))
                 });
                 tol.max(jitter.min(min)).max(pkts.min(min))
             }
@@ -962,6 +962,7 @@ impl Hybrid {
     fn sympathetic(&mut self, now: Instant) {
         if self.slow_start
             || self.competitive
+            || self.recheck.is_some()
             || !self.random_loss_free()
             || !self.shallow_buffer(now)
         {
@@ -1030,6 +1031,15 @@ impl Hybrid {
             .unwrap_or_else(|| self.cwnd * min.as_secs_f64() / self.srtt.as_secs_f64().max(1e-6));
         self.stats.competitive_rechecks += 1;
         self.rechecked_at = Some(now);
+        // The cut is this flow's own reduction: the sympathetic backoff must
+        // not read the queue it drains as another flow's, and a drain probe
+        // must not count the queue seen before it.
+        self.last_backoff_at = Some(now);
+        self.queue_full_at = None;
+        self.queue_since = None;
+        // Losses of what was in flight before the cut belong to the
+        // overshoot the cut answers (as after a backoff).
+        self.send.start_recovery();
         self.recheck = Some(Recheck {
             start: now,
             until: now + self.srtt * 2 + min.max(Duration::from_millis(10)),
@@ -1048,6 +1058,7 @@ impl Hybrid {
         if drained {
             self.stats.competitive_cleared += 1;
             self.competitive = false;
+            self.queue_since = None;
             self.ssthresh = self.cwnd;
             self.cubic.reset();
             self.ai.reset();
@@ -1239,7 +1250,7 @@ impl Controller for Hybrid {
                         c.min_excess.unwrap_or_default() > threshold && self.random_loss_free()
                     };
                     if held && !self.competitive {
-                        if self.cfg.competitive_recheck.is_zero() {
+                        if self.cfg.competitive_recheck.is_zero() || self.slow_start {
                             self.enter_competitive(ev.now);
                         } else {
                             self.start_recheck(ev.now, true);
@@ -1301,7 +1312,10 @@ impl Controller for Hybrid {
                 self.queue_since = None;
                 let since = *self.queue_empty_since.get_or_insert(ev.now);
                 let hold = (self.srtt * 4).max(Duration::from_millis(100));
-                if self.competitive && ev.now.saturating_duration_since(since) >= hold {
+                if self.competitive
+                    && self.recheck.is_none()
+                    && ev.now.saturating_duration_since(since) >= hold
+                {
                     self.competitive = false;
                 }
             }
@@ -1481,6 +1495,7 @@ impl Controller for Hybrid {
             self.cwnd = self.cfg.common.min_window();
             self.slow_start = true;
             self.recheck = None;
+            self.drain_check = None;
             self.ramp = 1.0;
             self.queue_full_at = None;
             self.ai.reset();
@@ -1506,8 +1521,10 @@ impl Controller for Hybrid {
     }
 
     fn state_str(&self) -> &'static str {
+        if self.recheck.is_some() {
+            return "competitive_recheck";
+        }
         match state_name(self.slow_start, self.send.in_recovery()) {
-            "congestion_avoidance" if self.recheck.is_some() => "competitive_recheck",
             "congestion_avoidance" if self.competitive => "competitive",
             s => s,
         }

@@ -1035,6 +1035,16 @@ fn hybrid_enters_competitive_mode_only_when_its_backoff_leaves_the_queue() {
     assert!(!d.cc.competitive());
     assert_eq!(d.cc.stats().competitive_entries, 0);
     assert_eq!(d.cc.stats().competitive_cleared, 1);
+    // A 3 ms queue after the cut is below 0.1 x the 40 ms before it (the
+    // flow is alone) but above the 2 ms tolerance: the queue seen before
+    // the cut must not count towards a drain probe.
+    let (mut d, mut t) = hybrid_in_ca(HybridConfig::default());
+    hybrid_feed(&mut d, &mut t, 1100, 80);
+    let cut = d.cwnd_pkts();
+    hybrid_feed(&mut d, &mut t, 1300, 43);
+    assert_eq!(d.cc.stats().competitive_cleared, 1);
+    assert_eq!(d.cc.stats().drain_probes, 0);
+    assert!(d.cwnd_pkts() >= cut, "{} < {cut}", d.cwnd_pkts());
 
     // Without the recheck the watch decides alone.
     let (mut d, mut t) = hybrid_in_ca(HybridConfig {
