@@ -4,7 +4,7 @@
 //! for the rows of `nc-experiment`'s tables and for `--compete A,B`:
 //!
 //! ```text
-//! [STACK:]CC[+nc=POLICY|off][+mode=systematic|full]
+//! [STACK:]CC[+nc=POLICY|off][+mode=systematic|full][+window=N]
 //! ```
 //!
 //! * `CC` alone (or `quiche:CC`) is ours: `qnc-server`/`qnc-client` with
@@ -12,9 +12,11 @@
 //!   defaults). `+nc=off` turns coding off (plain QUIC); `+nc=POLICY` picks
 //!   the sender's redundancy policy (`adaptive[:BETA]`, `fixed:R` with R in
 //!   1..=4, `ctcp[:N]`, `von`, `fnc`; `auto`/`on` = adaptive); `+mode=full`
-//!   the full-coding mode. Server and client both get `--nc`, `--nc-policy`
-//!   and `--nc-mode`. Examples: `hybrid`, `hybrid+nc=off`,
-//!   `hybrid+nc=fixed:1.25`, `cubic+nc=off`, `hybrid+mode=full`.
+//!   the full-coding mode; `+window=N` the largest coding window both ends
+//!   offer (`--nc-window`, 1..=4096 symbols). Server and client both get
+//!   `--nc`, `--nc-policy`, `--nc-mode` (and `--nc-window`). Examples:
+//!   `hybrid`, `hybrid+nc=off`, `hybrid+nc=fixed:1.25`, `cubic+nc=off`,
+//!   `hybrid+mode=full`, `hybrid+window=4096`.
 //! * With a prefix, that stack's server replaces ours for that flow; coding
 //!   options are refused (only our stack codes). linkem and the bottleneck
 //!   accounting stay the same (linkem counts bytes per client, so the share
@@ -114,12 +116,14 @@ pub struct Tools {
 pub enum Coding {
     /// `--nc off`: plain QUIC.
     Off,
-    /// `--nc auto --nc-policy POLICY --nc-mode MODE`.
+    /// `--nc auto --nc-policy POLICY --nc-mode MODE [--nc-window N]`.
     On {
         /// Redundancy policy, as `--nc-policy` spells it.
         policy: String,
         /// `systematic` or `full`.
         mode: String,
+        /// `--nc-window` (None: the tools' default).
+        window: Option<usize>,
     },
 }
 
@@ -128,6 +132,7 @@ impl Default for Coding {
         Coding::On {
             policy: "adaptive".into(),
             mode: "systematic".into(),
+            window: None,
         }
     }
 }
@@ -166,7 +171,7 @@ pub struct FlowSpec {
 }
 
 impl FlowSpec {
-    /// Parses `[STACK:]CC[+nc=POLICY|off][+mode=systematic|full]`.
+    /// Parses `[STACK:]CC[+nc=POLICY|off][+mode=systematic|full][+window=N]`.
     pub fn parse(s: &str) -> Result<FlowSpec, String> {
         let s = s.trim();
         let mut parts = s.split('+');
@@ -194,22 +199,24 @@ impl FlowSpec {
                 allowed.join(", ")
             ));
         }
-        let (mut nc, mut mode): (Option<&str>, Option<&str>) = (None, None);
+        let (mut nc, mut mode, mut window): (Option<&str>, Option<&str>, Option<&str>) =
+            (None, None, None);
         for opt in parts {
-            let (k, v) = opt
-                .split_once('=')
-                .ok_or_else(|| format!("'{s}': '+{opt}' is not +nc=... or +mode=..."))?;
+            let (k, v) = opt.split_once('=').ok_or_else(|| {
+                format!("'{s}': '+{opt}' is not +nc=..., +mode=... or +window=...")
+            })?;
             let slot = match k {
                 "nc" => &mut nc,
                 "mode" => &mut mode,
-                _ => return Err(format!("'{s}': unknown option '{k}' (nc, mode)")),
+                "window" => &mut window,
+                _ => return Err(format!("'{s}': unknown option '{k}' (nc, mode, window)")),
             };
             if slot.replace(v).is_some() {
                 return Err(format!("'{s}': '{k}' given twice"));
             }
         }
         if stack != Stack::Quiche {
-            if nc.is_some() || mode.is_some() {
+            if nc.is_some() || mode.is_some() || window.is_some() {
                 return Err(format!(
                     "'{s}': coding options apply to our stack only ({} does not code)",
                     stack.name()
@@ -226,10 +233,19 @@ impl FlowSpec {
                 return Err(format!("'{s}': mode '{m}' is not systematic or full"));
             }
         }
+        let window = match window {
+            None => None,
+            Some(w) => Some(
+                w.parse::<usize>()
+                    .ok()
+                    .filter(|n| (1..=4096).contains(n))
+                    .ok_or_else(|| format!("'{s}': window '{w}' is not 1..=4096 symbols"))?,
+            ),
+        };
         let coding = match nc {
             Some("off") => {
-                if mode.is_some() {
-                    return Err(format!("'{s}': +mode needs coding (not +nc=off)"));
+                if mode.is_some() || window.is_some() {
+                    return Err(format!("'{s}': +mode and +window need coding (not +nc=off)"));
                 }
                 Coding::Off
             }
@@ -244,6 +260,7 @@ impl FlowSpec {
                 Coding::On {
                     policy: policy.into(),
                     mode: mode.unwrap_or("systematic").into(),
+                    window,
                 }
             }
         };
@@ -271,12 +288,19 @@ impl FlowSpec {
                 let mut l = self.cc.clone();
                 match &self.coding {
                     Coding::Off => l += "+nc=off",
-                    Coding::On { policy, mode } => {
+                    Coding::On {
+                        policy,
+                        mode,
+                        window,
+                    } => {
                         if policy != "adaptive" {
                             l += &format!("+nc={policy}");
                         }
                         if mode != "systematic" {
                             l += &format!("+mode={mode}");
+                        }
+                        if let Some(w) = window {
+                            l += &format!("+window={w}");
                         }
                     }
                 }
@@ -291,13 +315,23 @@ impl FlowSpec {
     pub fn title(&self) -> String {
         match (self.stack, &self.coding) {
             (Stack::Quiche, Coding::Off) => format!("{} (no coding)", self.cc),
-            (Stack::Quiche, Coding::On { policy, mode }) => {
+            (
+                Stack::Quiche,
+                Coding::On {
+                    policy,
+                    mode,
+                    window,
+                },
+            ) => {
                 let mut t = format!("coded+{}", self.cc);
                 if policy != "adaptive" {
                     t += &format!(" {policy}");
                 }
                 if mode != "systematic" {
                     t += &format!(" ({mode})");
+                }
+                if let Some(w) = window {
+                    t += &format!(" window {w}");
                 }
                 t
             }
@@ -513,19 +547,26 @@ impl FlowSpec {
     }
 }
 
-/// `--nc off`, or `--nc auto --nc-policy P --nc-mode M`.
+/// `--nc off`, or `--nc auto --nc-policy P --nc-mode M [--nc-window N]`.
 fn coding_args(c: &mut Command, coding: &Coding) {
     match coding {
         Coding::Off => {
             c.arg("--nc").arg("off");
         }
-        Coding::On { policy, mode } => {
+        Coding::On {
+            policy,
+            mode,
+            window,
+        } => {
             c.arg("--nc")
                 .arg("auto")
                 .arg("--nc-policy")
                 .arg(policy)
                 .arg("--nc-mode")
                 .arg(mode);
+            if let Some(w) = window {
+                c.arg("--nc-window").arg(w.to_string());
+            }
         }
     }
 }
@@ -742,7 +783,13 @@ mod tests {
             "hybrid+mode=partial",
             "hybrid+nc=off+mode=full",
             "hybrid+nc=off+nc=von",
-            "hybrid+window=3",
+            "hybrid+window",
+            "hybrid+window=0",
+            "hybrid+window=4097",
+            "hybrid+window=x",
+            "hybrid+nc=off+window=64",
+            "hybrid+window=64+window=64",
+            "quinn:cubic+window=64",
             "hybrid+nc",
             "+nc=off",
         ] {
@@ -792,6 +839,11 @@ mod tests {
                 "coded+hybrid von (full)",
             ),
             ("bbr2+nc=off", "bbr2+nc=off", "bbr2 (no coding)"),
+            (
+                "hybrid+window=4096+nc=von",
+                "hybrid+nc=von+window=4096",
+                "coded+hybrid von window 4096",
+            ),
             ("quinn:bbr", "quinn:bbr", "quinn bbr (BBRv1)"),
             ("quinn:cubic", "quinn:cubic", "quinn cubic"),
             ("quic-go:cubic", "quic-go:cubic", "quic-go cubic"),
@@ -809,7 +861,8 @@ mod tests {
                 .coding,
             Coding::On {
                 policy: "fixed:1.25".into(),
-                mode: "full".into()
+                mode: "full".into(),
+                window: None,
             }
         );
     }
@@ -929,6 +982,15 @@ mod tests {
         let sa = args(&off.server_command(&t, 1, Path::new("/r"), certs, 5000));
         assert!(sa.windows(2).any(|w| w == ["--nc", "off"]), "{sa:?}");
         assert!(!sa.iter().any(|a| a == "--nc-policy"), "{sa:?}");
+        assert!(!sa.iter().any(|a| a == "--nc-window"), "{sa:?}");
+        let w = FlowSpec::parse("hybrid+window=4096").unwrap();
+        for c in [
+            w.server_command(&t, 1, Path::new("/r"), certs, 5000),
+            w.client_command(&t, "127.0.0.1:9000", "/", Path::new("/d"), certs, 1.0),
+        ] {
+            let a = args(&c);
+            assert!(a.windows(2).any(|w| w == ["--nc-window", "4096"]), "{a:?}");
+        }
 
         // quinn: its server, our client without coding and without --cc.
         let b = FlowSpec::parse("quinn:bbr").unwrap();

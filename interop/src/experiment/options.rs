@@ -27,12 +27,13 @@ usage: nc-experiment [options]            a (row x loss) matrix (make demo)
                                           seeds; results JSON, qlogs, HTML report
                                           (see nc-experiment scenario --help)
 
-rows (flow specs, comma-separated): [STACK:]CC[+nc=POLICY|off][+mode=full]
+rows (flow specs, comma-separated): [STACK:]CC[+nc=POLICY|off][+mode=full][+window=N]
   hybrid                coded QUIC: our controller + coding (adaptive policy)
   hybrid+nc=off         plain QUIC with our controller (no coding)
   cubic, cubic+nc=off   quiche's CUBIC with / without coding (also reno, bbr2)
   hybrid+nc=fixed:1.25  another redundancy policy: fixed:R, ctcp[:N], von, fnc,
                         adaptive[:BETA]; +mode=full: full coding
+  hybrid+window=4096    largest coding window both ends offer (--nc-window)
   quinn:bbr             the quinn peer's server (BBRv1-style), our client
   ngtcp2:CC, quic-go:cubic  other stacks (mainly for --compete)
 

@@ -100,7 +100,7 @@ pub struct Link {
 #[serde(deny_unknown_fields)]
 pub struct Traffic {
     /// Alternatives, one flow per run (a table row each):
-    /// `[STACK:]CC[+nc=POLICY|off][+mode=full]`.
+    /// `[STACK:]CC[+nc=POLICY|off][+mode=full][+window=N]`.
     pub rows: Option<List>,
     /// The row ratios are taken to.
     pub reference: Option<Setting>,
