@@ -397,7 +397,8 @@ fn counters_of_a_lossless_coded_transfer() {
     settle(&mut p);
     let (c, s) = (ch.unwrap().stats(), sh.unwrap().stats());
     for (tx, rx) in [(&c, &s), (&s, &c)] {
-        assert!(tx.negotiated && tx.window == 512 && tx.symbol_size == 1500);
+        let window = quic_nc::coding::config::DEFAULT_WINDOW as u64;
+        assert!(tx.negotiated && tx.window == window && tx.symbol_size == 1500);
         assert!(
             tx.sources_sent > 0 && tx.repairs_sent * 20 <= tx.sources_sent,
             "{tx:?}"

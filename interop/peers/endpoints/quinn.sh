@@ -51,8 +51,15 @@ run_client() {
     read_urls
     local u
     for u in "${urls[@]}"; do flags+=(--url "$u"); done
+    # rustls (webpki) refuses chains with more than six intermediate CAs;
+    # the amplificationlimit case's has eight. There, like the runner's
+    # quinn image (which verifies nothing), check the handshake signature
+    # only; every other case verifies the chain against ca.pem.
+    local trust=(--ca "$CERTS/ca.pem") n
+    n=$(grep -c -- '-----BEGIN CERTIFICATE-----' "$CERTS/cert.pem" 2>/dev/null || true)
+    if (( ${n:-0} > 7 )); then trust=(--insecure); fi
     # shellcheck disable=SC2086
-    exec "$PEER" client --ca "$CERTS/ca.pem" --outdir "$DOWNLOADS" "${flags[@]}" ${CLIENT_PARAMS:-}
+    exec "$PEER" client "${trust[@]}" --outdir "$DOWNLOADS" "${flags[@]}" ${CLIENT_PARAMS:-}
 }
 
 endpoint_main

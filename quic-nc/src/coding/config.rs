@@ -31,11 +31,18 @@ pub struct CodingConfig {
     pub work_per_second: f64,
 }
 
-/// Default window: enough for a few bandwidth-delay products of a
-/// 20 Mbit/s, 40 ms path at 1350-byte packets; the receiver's decoder
-/// holds at most twice this many symbols plus this many recovered ones
-/// (about 2.3 MB at 1500-byte symbols).
-pub const DEFAULT_WINDOW: usize = 512;
+/// Default window: the wire's largest, 4,096 symbols. The window bounds
+/// the source data in flight (symbols sent beyond the peer's seen index),
+/// so it must not be what limits a long path: 512 symbols capped a 20
+/// Mbit/s link at 300 ms RTT to half of what uncoded QUIC got
+/// (docs/results.md §7.8). Memory follows what is in flight, not this
+/// bound: the encoder keeps only unacknowledged symbols, the decoder
+/// allocates rows as they arrive and repairs span only undecoded ones. Its
+/// worst case (twice this many symbols plus this many recovered ones, about
+/// 18 MB at 1500-byte symbols) is of the order of quiche's own flow-control
+/// limit (24 MB per connection); a receiver short of memory offers less
+/// (`--nc-window`).
+pub const DEFAULT_WINDOW: usize = 4096;
 
 /// Default largest symbol: a 1500-byte datagram's worth.
 pub const DEFAULT_SYMBOL_SIZE: usize = 1500;

@@ -77,6 +77,9 @@ pub struct ClientArgs {
     /// them unless `multiconnect` / `resume` says otherwise.
     pub urls: Vec<String>,
     pub ca: Option<PathBuf>,
+    /// `--insecure`: accept any server certificate (handshake signature
+    /// still checked).
+    pub insecure: bool,
     /// Body of the (only) URL.
     pub out: Option<PathBuf>,
     /// Bodies saved as DIR/<last path segment of the URL>.
@@ -106,7 +109,7 @@ usage: quinn-peer server --addr IP:PORT --cert cert.pem --key key.pem
                          [--root DIR] [--retry] [--early-data]
                          [--cc bbr|cubic|newreno] [--idle-timeout-ms N]
                          [--initial-window BYTES]
-       quinn-peer client --url https://HOST:PORT/PATH [--url ...] [--ca ca.pem]
+       quinn-peer client --url https://HOST:PORT/PATH [--url ...] [--ca ca.pem | --insecure]
                          [--out FILE | --outdir DIR]
                          [--multiconnect | --resume | --0rtt] [--key-update]
                          [--cc bbr|cubic|newreno] [--timeout S]
@@ -119,7 +122,9 @@ client: all URLs on one connection (in parallel); --multiconnect: one
   connection per URL; --resume: the first URL on a first connection, the
   others on a second one resuming its TLS session; --0rtt: the same with the
   second connection's requests in 0-RTT; --key-update: the client updates
-  its keys during the transfer. One JSON line per URL.";
+  its keys during the transfer; --insecure: accept any server certificate
+  (the handshake signature is still checked; for test chains rustls
+  refuses). One JSON line per URL.";
 
 /// Flags without a value (`--retry`, or `--retry=false`).
 const SWITCHES: &[&str] = &[
@@ -129,6 +134,7 @@ const SWITCHES: &[&str] = &[
     "resume",
     "0rtt",
     "key-update",
+    "insecure",
 ];
 
 /// Splits `args` (without the program name) into (flag, value) pairs.
@@ -244,6 +250,7 @@ pub fn parse(args: &[String]) -> Result<Mode, String> {
             let mut c = ClientArgs {
                 urls: Vec::new(),
                 ca: None,
+                insecure: false,
                 out: None,
                 outdir: None,
                 multiconnect: false,
@@ -260,6 +267,7 @@ pub fn parse(args: &[String]) -> Result<Mode, String> {
                 match n.as_str() {
                     "url" => c.urls.push(v.clone()),
                     "ca" => c.ca = Some(v.into()),
+                    "insecure" => c.insecure = switch(n, v)?,
                     "out" => c.out = Some(v.into()),
                     "outdir" => c.outdir = Some(v.into()),
                     "multiconnect" => c.multiconnect = switch(n, v)?,
@@ -269,6 +277,9 @@ pub fn parse(args: &[String]) -> Result<Mode, String> {
                     "timeout" => c.timeout = seconds(n, v)?,
                     _ => return Err(format!("client: unknown flag --{n}")),
                 }
+            }
+            if c.insecure && c.ca.is_some() {
+                return Err("client: --ca and --insecure exclude each other".into());
             }
             if c.urls.is_empty() || c.urls.iter().any(|u| u.is_empty()) {
                 return Err("client needs --url".into());
@@ -351,6 +362,11 @@ mod tests {
         assert_eq!(c.urls, ["https://127.0.0.1:1/bytes/5"]);
         assert_eq!(c.transport.cc, Cc::Bbr);
         assert!(!c.multiconnect && !c.resume && !c.zero_rtt && !c.key_update);
+        assert!(!c.insecure);
+        let Mode::Client(c) = p(&["client", "--url", "u", "--insecure"]).unwrap() else {
+            panic!()
+        };
+        assert!(c.insecure && c.ca.is_none());
 
         let Mode::Client(c) = p(&[
             "client",
@@ -383,6 +399,7 @@ mod tests {
             &["client", "--url", "u", "--timeout", "0"],
             &["client", "--url", "u", "--url", "v", "--out", "f"],
             &["client", "--url", "u", "--multiconnect", "--resume"],
+            &["client", "--url", "u", "--ca", "ca.pem", "--insecure"],
             &["client", "--url", "u", "--resume=maybe"],
             &["peer"],
             &[],

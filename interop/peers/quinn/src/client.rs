@@ -18,7 +18,7 @@ use http::{header, Request};
 use tokio::task::JoinSet;
 
 use crate::args::ClientArgs;
-use crate::common::{client_config, endpoint, json_str, Tickets};
+use crate::common::{client_config, endpoint, json_str, Tickets, Trust};
 
 /// The parts of an `https://HOST[:PORT]/PATH` URL the client needs.
 #[derive(Debug, PartialEq, Eq)]
@@ -144,7 +144,12 @@ pub async fn run(a: ClientArgs) -> Result<(), String> {
     for u in &a.urls {
         parse_url(u)?;
     }
-    let (config, tickets) = client_config(a.ca.as_deref(), &a.transport, a.zero_rtt)?;
+    let trust = if a.insecure {
+        Trust::SignaturesOnly
+    } else {
+        Trust::Roots(a.ca.clone())
+    };
+    let (config, tickets) = client_config(&trust, &a.transport, a.zero_rtt)?;
     let mut jobs: Vec<Option<Job>> = Vec::with_capacity(a.urls.len());
     for u in &a.urls {
         let dest = match (&a.out, &a.outdir) {

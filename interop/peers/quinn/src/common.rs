@@ -228,28 +228,99 @@ impl rustls::client::ClientSessionStore for Tickets {
     }
 }
 
-/// A quinn client config trusting the certificates in `ca` (or the
-/// system's bundle), sending 0-RTT data when it can if `early_data`, and
+/// How the client checks the server's certificate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Trust {
+    /// Chains to the CA certificates in this file (None: the system's
+    /// bundle), verified by rustls (webpki).
+    Roots(Option<std::path::PathBuf>),
+    /// `--insecure`: any certificate is accepted, but the server must
+    /// still prove it holds the key of the one it sent (the handshake
+    /// signature is verified). For test setups only, like the interop
+    /// runner's, whose quinn image verifies nothing: webpki refuses chains
+    /// with more than six intermediate CAs (`MaximumPathDepthExceeded`)
+    /// and the runner's amplificationlimit chain has eight.
+    SignaturesOnly,
+}
+
+/// The `--insecure` verifier: no chain or name check, handshake
+/// signatures checked with the provider's algorithms.
+#[derive(Debug)]
+struct SignaturesOnly(Arc<CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for SignaturesOnly {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// A quinn client config trusting what `trust` says, sending 0-RTT data when it can if `early_data`, and
 /// its session cache (shared by every connection made with the config).
 pub fn client_config(
-    ca: Option<&Path>,
+    trust: &Trust,
     t: &Transport,
     early_data: bool,
 ) -> Result<(quinn::ClientConfig, Arc<Tickets>), String> {
-    let path = ca.unwrap_or(Path::new(SYSTEM_ROOTS));
-    let mut roots = rustls::RootCertStore::empty();
-    let certs = CertificateDer::pem_file_iter(path)
-        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let (added, _ignored) = roots.add_parsable_certificates(certs);
-    if added == 0 {
-        return Err(format!("{}: no usable CA certificate", path.display()));
-    }
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider())
+    let builder = rustls::ClientConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .map_err(|e| e.to_string())?;
+    let mut tls = match trust {
+        Trust::Roots(ca) => {
+            let path = ca.as_deref().unwrap_or(Path::new(SYSTEM_ROOTS));
+            let mut roots = rustls::RootCertStore::empty();
+            let certs = CertificateDer::pem_file_iter(path)
+                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let (added, _ignored) = roots.add_parsable_certificates(certs);
+            if added == 0 {
+                return Err(format!("{}: no usable CA certificate", path.display()));
+            }
+            builder.with_root_certificates(roots)
+        }
+        Trust::SignaturesOnly => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(SignaturesOnly(provider()))),
+    }
+    .with_no_client_auth();
     tls.alpn_protocols = vec![ALPN.to_vec()];
     let tickets = Arc::new(Tickets::new());
     tls.resumption = rustls::client::Resumption::store(tickets.clone());
