@@ -56,11 +56,14 @@ pub struct TransportArgs {
           value_parser = quic_nc::coding::config::parse_mode)]
     pub nc_mode: quic_nc::coding::Mode,
 
-    /// Largest coding window, in symbols, we accept and offer (1..=4096).
+    /// Largest coding window, in symbols, we accept (1..=4096): it bounds
+    /// the direction towards us (the peer's sets the one we send in) and
+    /// our decoder's memory. Default: 4096 for the client, 512 for the
+    /// server (a hostile client cannot make it hold more than about 12 MB
+    /// per connection; downloads use the client's window).
     #[arg(long = "nc-window", value_name = "N",
-          default_value_t = quic_nc::coding::config::DEFAULT_WINDOW,
           value_parser = quic_nc::coding::config::parse_window)]
-    pub nc_window: usize,
+    pub nc_window: Option<usize>,
 
     /// Allow 0-RTT: a client sends its requests in early data when it
     /// resumes a session (see --session-file); a server accepts them.
@@ -99,12 +102,17 @@ impl TransportArgs {
         std::time::Duration::from_micros(self.pacing_slack_us)
     }
 
-    /// The coding configuration, or `None` with `--nc off`.
-    pub fn coding(&self) -> Option<quic_nc::CodingConfig> {
+    /// The coding configuration of `role`, or `None` with `--nc off`.
+    pub fn coding(&self, role: crate::Role) -> Option<quic_nc::CodingConfig> {
+        use quic_nc::coding::config::{DEFAULT_SERVER_WINDOW, DEFAULT_WINDOW};
+        let window = self.nc_window.unwrap_or(match role {
+            crate::Role::Server => DEFAULT_SERVER_WINDOW,
+            crate::Role::Client => DEFAULT_WINDOW,
+        });
         (self.nc != "off").then(|| quic_nc::CodingConfig {
             policy: self.nc_policy,
             mode: self.nc_mode,
-            max_window: self.nc_window,
+            max_window: window,
             ..quic_nc::CodingConfig::default()
         })
     }
@@ -283,7 +291,20 @@ mod tests {
         let d = ServerArgs::try_parse_from(["qnc-server", "--cert", "c", "--key", "k"]).unwrap();
         assert_eq!(d.transport.cc, "hybrid");
         assert_eq!(d.transport.nc, "auto");
-        assert!(d.transport.coding().is_some());
+        let window = |t: &TransportArgs, r| t.coding(r).unwrap().max_window;
+        assert_eq!(window(&d.transport, crate::Role::Server), 512);
+        assert_eq!(window(&d.transport, crate::Role::Client), 4096);
+        let w = ServerArgs::try_parse_from([
+            "qnc-server",
+            "--cert",
+            "c",
+            "--key",
+            "k",
+            "--nc-window",
+            "64",
+        ])
+        .unwrap();
+        assert_eq!(window(&w.transport, crate::Role::Server), 64);
         assert_eq!(d.transport.idle_timeout, DEFAULT_IDLE_TIMEOUT_MS);
         assert!(!d.stats_json);
         assert_eq!(d.transport.pacing_slack_us, DEFAULT_PACING_SLACK_US);

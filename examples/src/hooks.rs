@@ -19,12 +19,11 @@ pub fn on_new_connection(
     t: &TransportArgs,
     qlog: bool,
 ) -> Result<quic_nc::Handle, String> {
-    let _ = role;
     quic_nc::install(
         conn,
         &quic_nc::Options {
             cc: t.cc.clone(),
-            coding: t.coding(),
+            coding: t.coding(role),
             qlog,
         },
     )

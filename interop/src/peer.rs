@@ -245,7 +245,9 @@ impl FlowSpec {
         let coding = match nc {
             Some("off") => {
                 if mode.is_some() || window.is_some() {
-                    return Err(format!("'{s}': +mode and +window need coding (not +nc=off)"));
+                    return Err(format!(
+                        "'{s}': +mode and +window need coding (not +nc=off)"
+                    ));
                 }
                 Coding::Off
             }

@@ -601,7 +601,9 @@ pub struct TransportParams {
     pub version: u64,
     /// Field identifier ([`FIELD_GF256_11D`]).
     pub field: u8,
-    /// Largest decoding window (symbols) the sender of this parameter accepts.
+    /// Largest decoding window (symbols) the sender of this parameter
+    /// accepts: it bounds the direction towards it, and only that one (each
+    /// end decodes within its own limit, as with QUIC's flow control).
     pub max_window: u64,
     /// Largest source symbol payload (bytes) it accepts.
     pub max_symbol_size: u64,
@@ -669,21 +671,34 @@ impl TransportParams {
         Ok(tp)
     }
 
-    /// The parameters both sides use: the smaller limits and the common
-    /// modes. `None` if no mode is common.
-    pub fn negotiate(&self, peer: &TransportParams) -> Option<TransportParams> {
+    /// What this end uses once it has the peer's parameters: the peer's
+    /// window for what it sends, its own for what it receives, the smaller
+    /// symbol size and the common modes. `None` if no mode is common.
+    pub fn negotiate(&self, peer: &TransportParams) -> Option<Negotiated> {
         let modes = self.modes & peer.modes;
         if modes == 0 {
             return None;
         }
-        Some(TransportParams {
-            version: NC_VERSION,
-            field: FIELD_GF256_11D,
-            max_window: self.max_window.min(peer.max_window),
+        Some(Negotiated {
+            send_window: peer.max_window.min(MAX_WINDOW_LIMIT),
+            recv_window: self.max_window.min(MAX_WINDOW_LIMIT),
             max_symbol_size: self.max_symbol_size.min(peer.max_symbol_size),
             modes,
         })
     }
+}
+
+/// The outcome of [`TransportParams::negotiate`] at one end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Negotiated {
+    /// Window of the direction this end sends: the peer's `max_window`.
+    pub send_window: u64,
+    /// Window of the direction this end receives: its own `max_window`.
+    pub recv_window: u64,
+    /// Largest symbol payload, both directions: the smaller limit.
+    pub max_symbol_size: u64,
+    /// Modes both ends support.
+    pub modes: u8,
 }
 
 #[cfg(test)]
@@ -875,7 +890,12 @@ mod tests {
             ..tp.clone()
         };
         let n = tp.negotiate(&other).unwrap();
-        assert_eq!((n.max_window, n.modes), (16, MODE_SYSTEMATIC));
+        assert_eq!(
+            (n.send_window, n.recv_window, n.modes),
+            (16, tp.max_window, MODE_SYSTEMATIC)
+        );
+        let m = other.negotiate(&tp).unwrap();
+        assert_eq!((m.send_window, m.recv_window), (tp.max_window, 16));
         assert!(other
             .negotiate(&TransportParams {
                 modes: MODE_FULLY_CODED,

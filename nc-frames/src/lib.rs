@@ -56,7 +56,7 @@ pub mod simd;
 pub mod testrng;
 pub mod tinymt;
 pub use error::{Error, ErrorKind, Result};
-pub use frames::{AckFrame, Frame, FrameRef, RepairFrame, RepairRef, TransportParams};
+pub use frames::{AckFrame, Frame, FrameRef, Negotiated, RepairFrame, RepairRef, TransportParams};
 pub use policy::PolicyKind;
 pub use receiver::{NcReceiver, RecoveredSymbol, WorkBudget};
 pub use sender::{Mode, NcSender, SenderConfig, SenderEvent, SenderStats, Transmit, WrittenRepair};

@@ -358,8 +358,8 @@ fn coded_transfer_with_loss_both_directions() {
 }
 
 /// Coded transfers under loss with the client behind a [`Spy`]: fully
-/// coded mode with the default window, and a window of 8 symbols under 15%
-/// loss in both modes (the window fills and stalls often: data held back,
+/// coded mode with a 512-symbol window, and a window of 8 symbols (both
+/// ends) under 15% loss in both modes (the window fills and stalls often: data held back,
 /// probes, fallbacks). All complete and every deferral is resolved.
 #[test]
 fn fully_coded_and_small_window_transfers_with_loss() {
@@ -370,7 +370,7 @@ fn fully_coded_and_small_window_transfers_with_loss() {
     ];
     for (mode, window, up, down, seed, loss) in cases {
         let cfg = coding(mode, window);
-        let (mut p, stats, log, _) = spy_pair(cfg, coded());
+        let (mut p, stats, log, _) = spy_pair(cfg.clone(), Ext::Coded(cfg));
         p.handshake();
         exchange(&mut p, up, down, &mut random_loss(seed, loss));
         settle(&mut p);
@@ -386,6 +386,25 @@ fn fully_coded_and_small_window_transfers_with_loss() {
         check_resolutions(&log.lock().unwrap());
         assert_eq!(c.deferred, c.released + c.timed_out, "{c:?}");
     }
+}
+
+/// Each end decodes within the window it offered and sends within the
+/// peer's: a client accepting 16 symbols and a server accepting 64 move
+/// data both ways under 10 % loss. A sender that used its own window
+/// would run 64 symbols ahead of the client's seen index, which the client
+/// closes the connection for (PROTOCOL_VIOLATION).
+#[test]
+fn each_direction_uses_its_receivers_window() {
+    let (client, server) = (coding(Mode::Systematic, 16), coding(Mode::Systematic, 64));
+    let (mut p, ch, sh) = pair(Ext::Coded(client), Ext::Coded(server));
+    p.handshake();
+    exchange(&mut p, 200_000, 200_000, &mut random_loss(3, 0.1));
+    settle(&mut p);
+    let (c, s) = (ch.unwrap().stats(), sh.unwrap().stats());
+    assert_eq!((c.window, c.recv_window), (64, 16), "{c:?}");
+    assert_eq!((s.window, s.recv_window), (16, 64), "{s:?}");
+    assert!(c.deferred > 0 && s.deferred > 0, "{c:?} {s:?}");
+    assert!(c.peer_recovered > 0 && s.peer_recovered > 0, "{c:?} {s:?}");
 }
 
 /// Counters after a lossless coded transfer.

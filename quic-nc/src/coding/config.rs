@@ -18,7 +18,9 @@ pub struct CodingConfig {
     pub policy: PolicyKind,
     /// Mode we send in, when the peer supports it (systematic otherwise).
     pub mode: Mode,
-    /// Largest coding window we accept and offer, in symbols.
+    /// Largest coding window we accept, in symbols: what we offer in
+    /// `nc_parameters`, the window of the direction we receive (the peer's
+    /// offer sets the one we send in).
     pub max_window: usize,
     /// Largest source symbol we accept and offer, in bytes.
     pub max_symbol_size: usize,
@@ -31,18 +33,24 @@ pub struct CodingConfig {
     pub work_per_second: f64,
 }
 
-/// Default window: the wire's largest, 4,096 symbols. The window bounds
-/// the source data in flight (symbols sent beyond the peer's seen index),
+/// Default receive window (what a client offers, and the library's
+/// default): the wire's largest, 4,096 symbols. The window bounds the
+/// source data in flight towards us (symbols sent beyond our seen index),
 /// so it must not be what limits a long path: 512 symbols capped a 20
 /// Mbit/s link at 300 ms RTT to half of what uncoded QUIC got
-/// (docs/results.md §7.8). Memory follows what is in flight, not this
-/// bound: the encoder keeps only unacknowledged symbols, the decoder
-/// allocates rows as they arrive and repairs span only undecoded ones. Its
-/// worst case (twice this many symbols plus this many recovered ones, about
-/// 18 MB at 1500-byte symbols) is of the order of quiche's own flow-control
-/// limit (24 MB per connection); a receiver short of memory offers less
-/// (`--nc-window`).
+/// (docs/results.md §7.8). The decoder's memory follows what arrives, but
+/// a hostile sender can make it hold up to
+/// `nc_frames::codec::Decoder::memory_bound` (about 330 MB at 4,096
+/// symbols of 1500 bytes: coefficient rows grow with the window, so the
+/// bound is quadratic in it; about 12 MB at 512); a client accepts that
+/// from the server it chose to download from.
 pub const DEFAULT_WINDOW: usize = 4096;
+
+/// Default receive window of a server (`qnc-server`): 512 symbols, which
+/// bounds what an untrusted client can make its decoder hold to about
+/// 12 MB per connection. It limits only the client's uploads; downloads
+/// use the window the client offers.
+pub const DEFAULT_SERVER_WINDOW: usize = 512;
 
 /// Default largest symbol: a 1500-byte datagram's worth.
 pub const DEFAULT_SYMBOL_SIZE: usize = 1500;

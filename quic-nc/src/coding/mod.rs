@@ -522,7 +522,10 @@ impl TransportExtension for NcExtension {
             _ if n.modes & MODE_SYSTEMATIC != 0 => Mode::Systematic,
             _ => Mode::FullyCoded,
         };
-        let window = n.max_window as usize;
+        // Each end decodes within the window it offered; we send within
+        // the peer's.
+        let window = n.send_window as usize;
+        let recv_window = n.recv_window as usize;
         let symbol = n.max_symbol_size as usize;
         let now = Instant::now();
         let tx = NcSender::new(
@@ -541,19 +544,21 @@ impl TransportExtension for NcExtension {
             },
             now,
         );
-        let mut rx = NcReceiver::new(window, symbol);
+        let mut rx = NcReceiver::new(recv_window, symbol);
         rx.set_work_budget(WorkBudget {
             per_second: cfg.work_per_second,
-            burst: 64.0 * window as f64,
+            burst: 64.0 * recv_window as f64,
         });
         self.local.negotiated = true;
         self.local.mode = Some(config::mode_name(mode));
         self.local.window = window as u64;
+        self.local.recv_window = recv_window as u64;
         self.local.symbol_size = symbol as u64;
         let policy = self.local.policy.clone();
         self.log.push(now, names::PARAMETERS, || {
             json!({ "negotiated": true, "mode": config::mode_name(mode), "policy": policy,
-                    "window": window, "symbol_size": symbol, "modes": n.modes })
+                    "window": window, "recv_window": recv_window, "symbol_size": symbol,
+                    "modes": n.modes })
         });
         self.state = State::Active(Box::new(Active {
             mode,

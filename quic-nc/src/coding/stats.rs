@@ -12,8 +12,11 @@ pub struct CodingStats {
     pub mode: Option<&'static str>,
     /// Redundancy policy of our sending direction (`--nc-policy` spelling).
     pub policy: String,
-    /// Negotiated window (symbols) and largest symbol (bytes).
+    /// Window (symbols) of the direction we send, the peer's limit, and
+    /// largest symbol (bytes).
     pub window: u64,
+    /// Window of the direction we receive: the limit we offered.
+    pub recv_window: u64,
     /// See `window`.
     pub symbol_size: u64,
 
@@ -77,6 +80,7 @@ impl CodingStats {
             "mode": self.mode,
             "policy": self.policy,
             "window": self.window,
+            "recv_window": self.recv_window,
             "symbol_size": self.symbol_size,
             "sent": {
                 "sources": self.sources_sent,
