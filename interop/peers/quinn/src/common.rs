@@ -248,6 +248,32 @@ pub enum Trust {
 #[derive(Debug)]
 struct SignaturesOnly(Arc<CryptoProvider>);
 
+/// rustls' signature check for one TLS version.
+type SignatureCheck = fn(
+    &[u8],
+    &CertificateDer<'_>,
+    &rustls::DigitallySignedStruct,
+    &rustls::crypto::WebPkiSupportedAlgorithms,
+) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error>;
+
+impl SignaturesOnly {
+    /// Checks the handshake signature with `f` and the provider's algorithms.
+    fn check(
+        &self,
+        f: SignatureCheck,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        f(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+}
+
 impl rustls::client::danger::ServerCertVerifier for SignaturesOnly {
     fn verify_server_cert(
         &self,
@@ -266,12 +292,7 @@ impl rustls::client::danger::ServerCertVerifier for SignaturesOnly {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        self.check(rustls::crypto::verify_tls12_signature, message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -280,12 +301,7 @@ impl rustls::client::danger::ServerCertVerifier for SignaturesOnly {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        self.check(rustls::crypto::verify_tls13_signature, message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
