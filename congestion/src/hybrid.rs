@@ -175,6 +175,22 @@ pub struct HybridConfig {
     /// that for a competitor and, in the mode, filled a 1000-packet buffer
     /// (docs/congestion.md §3.2, item 11). Zero disables it.
     pub competitive_recheck: Duration,
+    /// Reciprocity in the competitive mode: a congestion event is answered
+    /// only while this flow has not backed off this many times more than
+    /// the other flows have since the mode began; otherwise it is skipped
+    /// (unless the round lost at least a fifth of the window, or in slow
+    /// start). Another flow's reduction is inferred from the queue: it falls
+    /// by more than this flow's own backoff explains, and stays down for
+    /// two round trips (a competitor that rolls a reduction back, as
+    /// quiche's CUBIC does for events losing fewer than max(2, 20 %) of its
+    /// window, refills the queue within one). Answering every event, as RFC
+    /// 9438 asks, a paced flow loses to an unpaced one whose bursts escape
+    /// some overflows and to a CUBIC that rolls events back: on the emulated
+    /// link hybrid got 0.13-0.34 of quiche's CUBIC's share and 0.49-0.91 of
+    /// quic-go's. Backing off as often as the competitor does cannot make it
+    /// more aggressive than that competitor (docs/congestion.md §3.4). 0
+    /// disables it.
+    pub competitive_reciprocity: u64,
     /// While a queue is detected and random loss is not (see
     /// `competitive_max_random_loss`), scale the additive increase by
     /// `3 (1 - beta) / (1 + beta)` for the factor `beta` of the last backoff
@@ -272,6 +288,7 @@ impl Default for HybridConfig {
             competitive_max_random_loss: 0.002,
             competitive_restart: true,
             competitive_recheck: Duration::from_secs(5),
+            competitive_reciprocity: 1,
             friendly_increase: true,
             drain_probe_after: 8,
             drain_probe_min: Duration::from_millis(500),
@@ -338,6 +355,12 @@ pub struct HybridStats {
     pub competitive_rechecks: u64,
     /// Rechecks that found the queue drained: entries refused and exits.
     pub competitive_cleared: u64,
+    /// Other flows' reductions inferred in the competitive mode
+    /// ([`HybridConfig::competitive_reciprocity`]).
+    pub other_reductions: u64,
+    /// Congestion events skipped in the competitive mode because this flow
+    /// had already backed off more often than the others.
+    pub reciprocal_skips: u64,
 }
 
 /// The hybrid controller. See the module documentation.
@@ -436,7 +459,48 @@ pub struct Hybrid {
     recheck: Option<Recheck>,
     /// When the competitive mode was entered or last rechecked.
     rechecked_at: Option<Instant>,
+    /// The window to enter the competitive mode with: what CUBIC's
+    /// response to the first overflow of the watch that found the queue
+    /// held would have left (see [`Hybrid::enter_competitive`]).
+    entry_window: Option<f64>,
+    /// Reciprocity ([`HybridConfig::competitive_reciprocity`]): this flow's
+    /// backoffs and the other flows' inferred reductions since the mode
+    /// began.
+    own_cuts: u64,
+    their_cuts: u64,
+    /// After a backoff in the mode: does the queue fall by more than it?
+    cut_watch: Option<CutWatch>,
+    /// Highest filtered queueing delay since the last reduction, and when.
+    queue_peak: Option<(Instant, Duration)>,
+    /// A fall of the queue below `RECIPROCITY_DROP` of the peak without a
+    /// backoff of this flow: (when to confirm, the peak).
+    drop_watch: Option<(Instant, Duration)>,
 }
+
+/// After a backoff in the competitive mode: the queue before it and what
+/// this flow's own reduction takes off it; read once the queue has had
+/// time to show the other flows' response and a rollback of it.
+#[derive(Clone, Copy, Debug)]
+struct CutWatch {
+    /// When to read the queue.
+    at: Instant,
+    /// Filtered queueing delay before the backoff.
+    before: Duration,
+    /// The window right after the backoff (to discount regrowth) and the
+    /// queueing delay the reduction removes.
+    after: f64,
+    own: Duration,
+}
+
+/// A queue that falls below this fraction of its peak, without a backoff
+/// of this flow, may be another flow's reduction ...
+const RECIPROCITY_DROP: f64 = 0.7;
+/// ... confirmed if two smoothed RTTs later it is still below this
+/// fraction (a rolled-back reduction refills it within one).
+const RECIPROCITY_STAYS: f64 = 0.85;
+/// A round losing at least this fraction of the window is always answered
+/// (quiche's CUBIC does not roll such an event back).
+const RECIPROCITY_MAX_LOSS: f64 = 0.2;
 
 /// A recheck of the competitive mode: the window is cut to the measured
 /// bandwidth-delay product; do this flow's packets sent after the cut
@@ -472,6 +536,9 @@ struct DrainCheck {
     before: Duration,
     /// The window right after the backoff.
     after: f64,
+    /// The window before the first backoff of the watch: further backoffs
+    /// during the watch neither restart it nor change this.
+    window_before: f64,
     /// Smallest and largest queueing delay seen in the watch, less this
     /// flow's own regrowth.
     min_excess: Option<Duration>,
@@ -541,6 +608,7 @@ impl Hybrid {
             acked_bytes: 0,
             competitive: false,
             drain_check: None,
+            entry_window: None,
             queue_since: None,
             competitive_backoffs: 0,
             backoff_beta: 0.5,
@@ -553,6 +621,11 @@ impl Hybrid {
             overflow_at: None,
             recheck: None,
             rechecked_at: None,
+            own_cuts: 0,
+            their_cuts: 0,
+            cut_watch: None,
+            queue_peak: None,
+            drop_watch: None,
             cfg,
         }
     }
@@ -901,7 +974,7 @@ impl Hybrid {
     /// a drain probe waits ([`HybridConfig::drain_probe_after`]), so that
     /// another delay-based flow, which drains its own queue at its next
     /// backoff or probe, is not taken for a queue holder.
-    fn drain_check_after(&self, now: Instant, before: Duration) -> DrainCheck {
+    fn drain_check_after(&self, now: Instant, before: Duration, window_before: f64) -> DrainCheck {
         let from = now + (self.srtt * 2).max(Duration::from_millis(10));
         let watch = (self.srtt * self.cfg.drain_probe_after).max(self.cfg.drain_probe_min);
         DrainCheck {
@@ -909,6 +982,7 @@ impl Hybrid {
             until: from + watch,
             before,
             after: self.cwnd,
+            window_before,
             min_excess: None,
             max_excess: Duration::ZERO,
         }
@@ -1005,13 +1079,78 @@ impl Hybrid {
         }
     }
 
-    /// Enters the competitive mode.
+    /// Reciprocity bookkeeping on an RTT sample in the competitive mode:
+    /// other flows' reductions, from the queue (see
+    /// [`HybridConfig::competitive_reciprocity`]).
+    fn track_reductions(&mut self, now: Instant) {
+        let Some(q) = self.queueing_delay() else {
+            return;
+        };
+        if let Some(w) = self.cut_watch {
+            if now < w.at {
+                return;
+            }
+            self.cut_watch = None;
+            // What this flow's window regrew since the backoff puts back.
+            let regrowth = self.delivery_rate().map_or(Duration::ZERO, |r| {
+                Duration::from_secs_f64((self.cwnd - w.after).max(0.0) / r.max(1.0))
+            });
+            let margin = self.queue_tolerance().max(w.before.mul_f64(0.15));
+            if q + w.own + margin < w.before + regrowth {
+                self.their_cuts += 1;
+                self.stats.other_reductions += 1;
+            }
+            self.queue_peak = Some((now, q));
+            return;
+        }
+        if let Some((at, peak)) = self.drop_watch {
+            if now < at {
+                return;
+            }
+            self.drop_watch = None;
+            if q < peak.mul_f64(RECIPROCITY_STAYS) {
+                self.their_cuts += 1;
+                self.stats.other_reductions += 1;
+            }
+            self.queue_peak = Some((now, q));
+            return;
+        }
+        let stale = self
+            .queue_peak
+            .is_none_or(|(t, p)| q >= p || now.saturating_duration_since(t) > self.srtt * 4);
+        if stale {
+            self.queue_peak = Some((now, q));
+            return;
+        }
+        if let Some((_, p)) = self.queue_peak {
+            if q < p.mul_f64(RECIPROCITY_DROP) && p > self.queue_tolerance() * 2 {
+                self.drop_watch = Some((now + self.srtt * 2, p));
+            }
+        }
+    }
+
+    /// Enters the competitive mode. The Equation (1) backoffs at the
+    /// competitor's overflows during the watch that found the queue held
+    /// were answers to another flow's queue: the window goes back to what a
+    /// loss-based flow would have kept, the window before the first of them
+    /// times `competitive_beta`, when that is larger. Otherwise (or if the
+    /// window is already larger) it slow-starts again
+    /// ([`HybridConfig::competitive_restart`]).
     fn enter_competitive(&mut self, now: Instant) {
         self.stats.competitive_entries += 1;
         self.competitive = true;
         self.rechecked_at = Some(now);
+        self.own_cuts = 0;
+        self.their_cuts = 0;
+        self.cut_watch = None;
+        self.queue_peak = None;
+        self.drop_watch = None;
         self.cubic.reset();
-        if self.cfg.competitive_restart {
+        if let Some(w) = self.entry_window.take().filter(|&w| w > self.cwnd) {
+            self.cwnd = w;
+            self.ssthresh = w;
+            self.slow_start = false;
+        } else if self.cfg.competitive_restart {
             self.slow_start = true;
             self.ssthresh = f64::INFINITY;
         }
@@ -1037,6 +1176,9 @@ impl Hybrid {
         self.last_backoff_at = Some(now);
         self.queue_full_at = None;
         self.queue_since = None;
+        self.cut_watch = None;
+        self.queue_peak = None;
+        self.drop_watch = None;
         // Losses of what was in flight before the cut belong to the
         // overshoot the cut answers (as after a backoff).
         self.send.start_recovery();
@@ -1056,6 +1198,7 @@ impl Hybrid {
     /// otherwise the window is restored and the mode entered or kept.
     fn finish_recheck(&mut self, now: Instant, r: Recheck, drained: bool) {
         if drained {
+            self.entry_window = None;
             self.stats.competitive_cleared += 1;
             self.competitive = false;
             self.queue_since = None;
@@ -1079,14 +1222,15 @@ impl Hybrid {
         let beta = self.delay_beta();
         self.stats.drain_probes += 1;
         self.last_beta = Some(beta);
-        self.backoff(now, beta, beta);
-        self.drain_check = Some(self.drain_check_after(now, q));
+        let window_before = self.backoff(now, beta, beta);
+        self.drain_check = Some(self.drain_check_after(now, q, window_before));
     }
 
     /// Multiplies the window by `beta`. In slow start the window is first
     /// replaced by what the path delivered over the last round, scaled by
-    /// `delivered_beta`.
-    fn backoff(&mut self, now: Instant, beta: f64, delivered_beta: f64) {
+    /// `delivered_beta`. Returns the window the reduction applied to (in
+    /// slow start without the overshoot: the new window over `beta`).
+    fn backoff(&mut self, now: Instant, beta: f64, delivered_beta: f64) -> f64 {
         // A recheck in progress is abandoned: back off from the window
         // it cut.
         if let Some(r) = self.recheck.take() {
@@ -1108,6 +1252,22 @@ impl Hybrid {
             }
         }
         self.cwnd = target.max(self.cfg.common.min_window());
+        // This flow's reduction: whatever the queue does next is read
+        // against it, not as another flow's.
+        self.drop_watch = None;
+        self.queue_peak = None;
+        self.cut_watch = None;
+        if self.competitive && !self.slow_start {
+            self.own_cuts += 1;
+            if let (Some(q), Some(rate)) = (self.queueing_delay(), self.delivery_rate()) {
+                self.cut_watch = Some(CutWatch {
+                    at: now + self.srtt.mul_f64(3.5),
+                    before: q,
+                    after: target.max(self.cfg.common.min_window()),
+                    own: Duration::from_secs_f64((before - self.cwnd).max(0.0) / rate.max(1.0)),
+                });
+            }
+        }
         self.backoff_beta = beta;
         self.last_backoff_at = Some(now);
         self.ramp = 1.0;
@@ -1119,6 +1279,7 @@ impl Hybrid {
         self.ai.reset();
         self.cubic
             .on_backoff(now, before / mss, self.cwnd / mss, beta);
+        (self.cwnd / beta.max(1e-3)).min(before)
     }
 }
 
@@ -1139,6 +1300,10 @@ impl Controller for Hybrid {
         out("excess_threshold", self.excess_threshold());
         out("loss_dispersion", self.loss_dispersion());
         out("ramp", self.ramp.min(self.ramp_max()));
+        if self.competitive {
+            out("own_backoffs", self.own_cuts as f64);
+            out("other_reductions", self.their_cuts as f64);
+        }
     }
 
     fn on_packet_sent(
@@ -1250,6 +1415,7 @@ impl Controller for Hybrid {
                         c.min_excess.unwrap_or_default() > threshold && self.random_loss_free()
                     };
                     if held && !self.competitive {
+                        self.entry_window = Some(c.window_before * self.cfg.competitive_beta);
                         if self.cfg.competitive_recheck.is_zero() || self.slow_start {
                             self.enter_competitive(ev.now);
                         } else {
@@ -1324,6 +1490,13 @@ impl Controller for Hybrid {
         if self.cfg.sympathetic_range > 0.0 && ev.rtt_updated {
             self.sympathetic(ev.now);
         }
+        if self.competitive
+            && self.cfg.competitive_reciprocity > 0
+            && ev.rtt_updated
+            && self.recheck.is_none()
+        {
+            self.track_reductions(ev.now);
+        }
 
         if ev.lost.iter().any(|l| self.send.loss_counts(l.pkt_num)) {
             let mut beta_delay = self.delay_beta();
@@ -1359,8 +1532,15 @@ impl Controller for Hybrid {
                 } else {
                     0.0
                 };
+                let owed = self.cfg.competitive_reciprocity > 0
+                    && !self.slow_start
+                    && self.round_lost < RECIPROCITY_MAX_LOSS * self.cwnd / mss
+                    && self.own_cuts >= self.their_cuts + self.cfg.competitive_reciprocity;
                 if self.round_lost < floor {
                     beta = 1.0;
+                } else if owed {
+                    beta = 1.0;
+                    self.stats.reciprocal_skips += 1;
                 } else {
                     // Every fourth backoff is by Equation (1): alone, it
                     // drains the queue, which then stays empty (the exit).
@@ -1390,15 +1570,20 @@ impl Controller for Hybrid {
                 // after a slow start ended by random loss, and linear
                 // increase took seconds to refill the path.
                 let delivered_beta = beta.max(beta_delay);
-                self.backoff(ev.now, beta, delivered_beta);
+                let window_before = self.backoff(ev.now, beta, delivered_beta);
                 // The losses that triggered this backoff are accounted for.
                 self.round_lost = 0.0;
                 // An Equation (1) backoff should drain the queue this flow
                 // built: watch the queue from two RTTs later (in the mode,
-                // after a probe).
-                if self.cfg.competitive && (!self.competitive || probe) {
+                // after a probe). Outside the mode a watch in progress goes
+                // on: behind a loss-based flow that keeps the buffer full,
+                // overflows come more often than a watch lasts, and
+                // restarting it at each one kept hybrid backing off by
+                // Equation (1) for seconds before the mode began.
+                let watching = self.drain_check.is_some() && !self.competitive;
+                if self.cfg.competitive && (!self.competitive || probe) && !watching {
                     if let Some(q) = queue_before {
-                        self.drain_check = Some(self.drain_check_after(ev.now, q));
+                        self.drain_check = Some(self.drain_check_after(ev.now, q, window_before));
                     }
                 }
             } else {
@@ -1496,6 +1681,7 @@ impl Controller for Hybrid {
             self.slow_start = true;
             self.recheck = None;
             self.drain_check = None;
+            self.entry_window = None;
             self.ramp = 1.0;
             self.queue_full_at = None;
             self.ai.reset();

@@ -1003,13 +1003,42 @@ fn hybrid_feed(d: &mut Driver<Hybrid>, t: &mut u64, until: u64, rtt_ms: u64) {
     }
 }
 
+/// Behind a loss-based flow that keeps the buffer full, overflows come
+/// more often than the drain watch lasts: further Equation (1) backoffs
+/// during the watch do not restart it, and the mode begins with the
+/// window CUBIC's response to the first overflow would have left.
+#[test]
+fn hybrid_overflows_during_the_watch_neither_delay_the_mode_nor_shrink_its_window() {
+    // Backoff by 0.5 at 170 ms: 10 packets, from 20 without slow start's
+    // overshoot. The watch runs from 2 sRTT later for max(8 sRTT, 500 ms).
+    let (mut d, mut t) = hybrid_in_ca(HybridConfig::default());
+    for until in [400, 700] {
+        hybrid_feed(&mut d, &mut t, until, 80);
+        let r = d.send(2);
+        t += 10;
+        d.at(ms(t));
+        d.event(r.end - 1..r.end, &[r.start], ms(80));
+        assert_eq!(d.cc.state_str(), "recovery", "at {t} ms");
+    }
+    let shrunk = d.cwnd_pkts();
+    assert!(shrunk <= 5.0, "{shrunk}");
+    // Recheck at the end of the first watch, then the mode: a watch
+    // restarted at 710 ms would not have ended before 1.5 s.
+    hybrid_feed(&mut d, &mut t, 1300, 80);
+    assert!(d.cc.competitive());
+    assert_eq!(d.cc.stats().competitive_entries, 1);
+    assert_eq!(d.cc.state_str(), "competitive");
+    assert!((d.cwnd_pkts() - 14.0).abs() < 0.5, "{}", d.cwnd_pkts());
+}
+
 #[test]
 fn hybrid_enters_competitive_mode_only_when_its_backoff_leaves_the_queue() {
     // The Equation (1) backoff at 170 ms (queue 40 ms) is watched from two
     // RTTs later for max(8 sRTT, 500 ms). If the queue stays (another flow
     // holds it), a recheck cuts the window to the measured BDP; if the
     // packets sent after the cut still meet the queue (decided 2 sRTT +
-    // RTTmin later), the mode begins, with a new slow start.
+    // RTTmin later), the mode begins, with a new slow start (the window
+    // has grown past what the entry restores: see the next test).
     let (mut d, mut t) = hybrid_in_ca(HybridConfig::default());
     hybrid_feed(&mut d, &mut t, 900, 80);
     assert!(!d.cc.competitive(), "decided before the watch ended");
