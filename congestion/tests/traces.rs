@@ -1006,9 +1006,10 @@ fn hybrid_feed(d: &mut Driver<Hybrid>, t: &mut u64, until: u64, rtt_ms: u64) {
 /// Behind a loss-based flow that keeps the buffer full, overflows come
 /// more often than the drain watch lasts: further Equation (1) backoffs
 /// during the watch do not restart it, and the mode begins with the
-/// window CUBIC's response to the first overflow would have left.
+/// window CUBIC's response to the first overflow would have left. In the
+/// mode it answers small congestion events in turn with the competitor.
 #[test]
-fn hybrid_overflows_during_the_watch_neither_delay_the_mode_nor_shrink_its_window() {
+fn hybrid_behind_a_full_buffer_enters_the_mode_early_and_backs_off_in_turn() {
     // Backoff by 0.5 at 170 ms: 10 packets, from 20 without slow start's
     // overshoot. The watch runs from 2 sRTT later for max(8 sRTT, 500 ms).
     let (mut d, mut t) = hybrid_in_ca(HybridConfig::default());
@@ -1029,6 +1030,35 @@ fn hybrid_overflows_during_the_watch_neither_delay_the_mode_nor_shrink_its_windo
     assert_eq!(d.cc.stats().competitive_entries, 1);
     assert_eq!(d.cc.state_str(), "competitive");
     assert!((d.cwnd_pkts() - 14.0).abs() < 0.5, "{}", d.cwnd_pkts());
+
+    // Reciprocity in the mode: a congestion event is answered (by 0.7)
+    // while this flow has not backed off more often than the competitor.
+    let loss = |d: &mut Driver<Hybrid>, t: &mut u64, rtt: u64| {
+        let r = d.send(2);
+        *t += 10;
+        d.at(ms(*t));
+        d.event(r.end - 1..r.end, &[r.start], ms(rtt));
+    };
+    hybrid_feed(&mut d, &mut t, 1400, 80);
+    loss(&mut d, &mut t, 80);
+    assert_eq!(d.cc.last_beta(), Some(0.7));
+    // The queue stays full: the competitor did not reduce (or rolled its
+    // reduction back), so the next small event is not answered.
+    hybrid_feed(&mut d, &mut t, 1800, 80);
+    assert_eq!(d.cc.stats().other_reductions, 0);
+    loss(&mut d, &mut t, 80);
+    assert_eq!(d.cc.stats().reciprocal_skips, 1);
+    assert_eq!(d.cc.last_beta(), Some(1.0));
+    let w = d.cwnd_pkts();
+    // The queue falls to a fraction and stays there: the competitor
+    // reduced, and the next event is answered again.
+    hybrid_feed(&mut d, &mut t, 2300, 50);
+    assert_eq!(d.cc.stats().other_reductions, 1);
+    loss(&mut d, &mut t, 50);
+    assert_eq!(d.cc.stats().reciprocal_skips, 1);
+    // (by max(0.7, Equation (1)): the queue is now 10 ms)
+    assert!(d.cc.last_beta().is_some_and(|b| b < 1.0));
+    assert!(d.cwnd_pkts() < w, "{} vs {w}", d.cwnd_pkts());
 }
 
 #[test]

@@ -1,0 +1,404 @@
+//! Hybrid's competitive mode (docs/congestion.md §3.4): the drain watch
+//! after a backoff by Equation (1) that finds another flow holding the
+//! queue, the recheck before and during the mode, the drain probes, the
+//! entry and exit, and the response to congestion events in the mode
+//! (CUBIC's, in turn with the competitor).
+
+use std::time::{Duration, Instant};
+
+use super::Hybrid;
+use crate::CongestionEvent;
+
+/// After a backoff in the competitive mode: the queue before it and what
+/// this flow's own reduction takes off it; read once the queue has had
+/// time to show the other flows' response and a rollback of it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct CutWatch {
+    /// When to read the queue.
+    pub(super) at: Instant,
+    /// Filtered queueing delay before the backoff.
+    pub(super) before: Duration,
+    /// The window right after the backoff (to discount regrowth) and the
+    /// queueing delay the reduction removes.
+    pub(super) after: f64,
+    pub(super) own: Duration,
+}
+
+/// A queue that falls below this fraction of its peak, without a backoff
+/// of this flow, may be another flow's reduction ...
+const RECIPROCITY_DROP: f64 = 0.7;
+/// ... confirmed if two smoothed RTTs later it is still below this
+/// fraction (a rolled-back reduction refills it within one).
+const RECIPROCITY_STAYS: f64 = 0.85;
+/// A round losing at least this fraction of the window is always answered
+/// (quiche's CUBIC does not roll such an event back).
+const RECIPROCITY_MAX_LOSS: f64 = 0.2;
+
+/// A recheck of the competitive mode: the window is cut to the measured
+/// bandwidth-delay product; do this flow's packets sent after the cut
+/// still meet a queue?
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Recheck {
+    /// When the window was cut (packets sent from then on are the probe).
+    pub(super) start: Instant,
+    /// When to decide.
+    pub(super) until: Instant,
+    /// The window before the cut, restored if another flow holds the queue.
+    pub(super) saved: f64,
+    /// The queueing delay before the cut.
+    pub(super) before: Duration,
+    /// Whether the mode is yet to be entered (else: whether to stay in it).
+    pub(super) entering: bool,
+    /// Smallest queueing delay met by a probe packet.
+    pub(super) min_queue: Option<Duration>,
+}
+
+/// After a backoff by Equation (1): does the queue drain?
+#[derive(Clone, Copy, Debug)]
+pub(super) struct DrainCheck {
+    /// Watch the queue from here (two RTTs after the backoff) ...
+    pub(super) from: Instant,
+    /// ... to here.
+    pub(super) until: Instant,
+    /// Queueing delay before the backoff.
+    pub(super) before: Duration,
+    /// The window right after the backoff.
+    pub(super) after: f64,
+    /// The window before the first backoff of the watch: further backoffs
+    /// during the watch neither restart it nor change this.
+    pub(super) window_before: f64,
+    /// Smallest and largest queueing delay seen in the watch, less this
+    /// flow's own regrowth.
+    pub(super) min_excess: Option<Duration>,
+    pub(super) max_excess: Duration,
+}
+
+impl Hybrid {
+    /// The drain check after a backoff at `now` with queueing delay `before`:
+    /// the queue is watched from two RTTs after the backoff for as long as
+    /// a drain probe waits ([`HybridConfig::drain_probe_after`]), so that
+    /// another delay-based flow, which drains its own queue at its next
+    /// backoff or probe, is not taken for a queue holder.
+    pub(super) fn drain_check_after(&self, now: Instant, before: Duration, window_before: f64) -> DrainCheck {
+        let from = now + (self.srtt * 2).max(Duration::from_millis(10));
+        let watch = (self.srtt * self.cfg.drain_probe_after).max(self.cfg.drain_probe_min);
+        DrainCheck {
+            from,
+            until: from + watch,
+            before,
+            after: self.cwnd,
+            window_before,
+            min_excess: None,
+            max_excess: Duration::ZERO,
+        }
+    }
+    /// Reciprocity bookkeeping on an RTT sample in the competitive mode:
+    /// other flows' reductions, from the queue (see
+    /// [`HybridConfig::competitive_reciprocity`]).
+    fn track_reductions(&mut self, now: Instant) {
+        let Some(q) = self.queueing_delay() else {
+            return;
+        };
+        if let Some(w) = self.cut_watch {
+            if now < w.at {
+                return;
+            }
+            self.cut_watch = None;
+            // What this flow's window regrew since the backoff puts back.
+            let regrowth = self.delivery_rate().map_or(Duration::ZERO, |r| {
+                Duration::from_secs_f64((self.cwnd - w.after).max(0.0) / r.max(1.0))
+            });
+            let margin = self.queue_tolerance().max(w.before.mul_f64(0.15));
+            if q + w.own + margin < w.before + regrowth {
+                self.their_cuts += 1;
+                self.stats.other_reductions += 1;
+            }
+            self.queue_peak = Some((now, q));
+            return;
+        }
+        if let Some((at, peak)) = self.drop_watch {
+            if now < at {
+                return;
+            }
+            self.drop_watch = None;
+            if q < peak.mul_f64(RECIPROCITY_STAYS) {
+                self.their_cuts += 1;
+                self.stats.other_reductions += 1;
+            }
+            self.queue_peak = Some((now, q));
+            return;
+        }
+        let stale = self
+            .queue_peak
+            .is_none_or(|(t, p)| q >= p || now.saturating_duration_since(t) > self.srtt * 4);
+        if stale {
+            self.queue_peak = Some((now, q));
+            return;
+        }
+        if let Some((_, p)) = self.queue_peak {
+            if q < p.mul_f64(RECIPROCITY_DROP) && p > self.queue_tolerance() * 2 {
+                self.drop_watch = Some((now + self.srtt * 2, p));
+            }
+        }
+    }
+
+    /// Enters the competitive mode. The Equation (1) backoffs at the
+    /// competitor's overflows during the watch that found the queue held
+    /// were answers to another flow's queue: the window goes back to what a
+    /// loss-based flow would have kept, the window before the first of them
+    /// times `competitive_beta`, when that is larger. Otherwise (or if the
+    /// window is already larger) it slow-starts again
+    /// ([`HybridConfig::competitive_restart`]).
+    fn enter_competitive(&mut self, now: Instant) {
+        self.stats.competitive_entries += 1;
+        self.competitive = true;
+        self.rechecked_at = Some(now);
+        self.own_cuts = 0;
+        self.their_cuts = 0;
+        self.cut_watch = None;
+        self.queue_peak = None;
+        self.drop_watch = None;
+        self.cubic.reset();
+        if let Some(w) = self.entry_window.take().filter(|&w| w > self.cwnd) {
+            self.cwnd = w;
+            self.ssthresh = w;
+            self.slow_start = false;
+        } else if self.cfg.competitive_restart {
+            self.slow_start = true;
+            self.ssthresh = f64::INFINITY;
+        }
+    }
+
+    /// Starts a recheck ([`HybridConfig::competitive_recheck`]): cuts the
+    /// window to the measured bandwidth-delay product and freezes it until
+    /// the packets sent from now on tell whether the queue drains. The
+    /// decision waits up to two smoothed RTTs plus RTTmin: with another
+    /// flow holding the queue, this flow's packets in flight take about
+    /// sRTT - RTTmin to fall to the cut window and the first probe packet
+    /// a full sRTT to come back.
+    fn start_recheck(&mut self, now: Instant, entering: bool) {
+        let min = self.rtt_min.get().unwrap_or(self.srtt);
+        let bdp = self
+            .bdp_estimate()
+            .unwrap_or_else(|| self.cwnd * min.as_secs_f64() / self.srtt.as_secs_f64().max(1e-6));
+        self.stats.competitive_rechecks += 1;
+        self.rechecked_at = Some(now);
+        // The cut is this flow's own reduction: the sympathetic backoff must
+        // not read the queue it drains as another flow's, and a drain probe
+        // must not count the queue seen before it.
+        self.last_backoff_at = Some(now);
+        self.queue_full_at = None;
+        self.queue_since = None;
+        self.cut_watch = None;
+        self.queue_peak = None;
+        self.drop_watch = None;
+        // Losses of what was in flight before the cut belong to the
+        // overshoot the cut answers (as after a backoff).
+        self.send.start_recovery();
+        self.recheck = Some(Recheck {
+            start: now,
+            until: now + self.srtt * 2 + min.max(Duration::from_millis(10)),
+            saved: self.cwnd,
+            before: self.queueing_delay().unwrap_or_default(),
+            entering,
+            min_queue: None,
+        });
+        self.cwnd = bdp.max(self.cfg.common.min_window()).min(self.cwnd);
+    }
+
+    /// Ends a recheck: with the queue drained this flow is alone (the mode
+    /// is refused or left, the window stays at the measured product);
+    /// otherwise the window is restored and the mode entered or kept.
+    fn finish_recheck(&mut self, now: Instant, r: Recheck, drained: bool) {
+        if drained {
+            self.entry_window = None;
+            self.stats.competitive_cleared += 1;
+            self.competitive = false;
+            self.queue_since = None;
+            self.ssthresh = self.cwnd;
+            self.cubic.reset();
+            self.ai.reset();
+        } else {
+            self.cwnd = self.cwnd.max(r.saved);
+            if r.entering {
+                self.enter_competitive(now);
+            }
+        }
+    }
+
+    /// Backs off by Equation (1) without a loss and schedules the drain
+    /// check (see [`HybridConfig::drain_probe_after`]).
+    pub(super) fn drain_probe(&mut self, now: Instant) {
+        let Some(q) = self.queueing_delay() else {
+            return;
+        };
+        let beta = self.delay_beta();
+        self.stats.drain_probes += 1;
+        self.last_beta = Some(beta);
+        let window_before = self.backoff(now, beta, beta);
+        self.drain_check = Some(self.drain_check_after(now, q, window_before));
+    }
+    /// The competitive mode's part of an ACK event: the drain watch, the
+    /// recheck, drain probes, the exit on an empty queue and the
+    /// bookkeeping of the competitor's reductions.
+    pub(super) fn competitive_on_ack(&mut self, ev: &CongestionEvent<'_>) {
+        if let Some(mut c) = self.drain_check {
+            if ev.now >= c.from {
+                // Alone, the backoff left no queue; what this flow's own
+                // window has grown since adds (growth / window) RTTmin.
+                let own = self
+                    .rtt_min
+                    .get()
+                    .unwrap_or_default()
+                    .mul_f64(((self.cwnd - c.after) / c.after.max(1.0)).max(0.0));
+                let excess = self
+                    .queueing_delay()
+                    .unwrap_or_default()
+                    .saturating_sub(own);
+                c.min_excess = Some(c.min_excess.map_or(excess, |m| m.min(excess)));
+                c.max_excess = c.max_excess.max(excess);
+                self.drain_check = Some(c);
+            }
+            if ev.now >= c.until {
+                self.drain_check = None;
+                let threshold = self
+                    .queue_tolerance()
+                    .max(c.before.mul_f64(self.cfg.competitive_drain_frac));
+                // Enter when the queue never drained; once in the mode
+                // (after a probe), leave only when it never refilled.
+                let held = if self.competitive {
+                    c.max_excess > threshold
+                } else {
+                    c.min_excess.unwrap_or_default() > threshold && self.random_loss_free()
+                };
+                if held && !self.competitive {
+                    self.entry_window = Some(c.window_before * self.cfg.competitive_beta);
+                    if self.cfg.competitive_recheck.is_zero() || self.slow_start {
+                        self.enter_competitive(ev.now);
+                    } else {
+                        self.start_recheck(ev.now, true);
+                    }
+                } else {
+                    self.competitive = held;
+                }
+            }
+        }
+        if let Some(mut r) = self.recheck {
+            // The RTT sample is the newest acknowledged packet's.
+            let probe = ev.acked.last().is_some_and(|a| a.time_sent >= r.start);
+            if ev.rtt_updated && probe {
+                let min = self.rtt_min.get().unwrap_or_default();
+                let q = ev.rtt.latest.saturating_sub(min);
+                r.min_queue = Some(r.min_queue.map_or(q, |m| m.min(q)));
+            }
+            let threshold = self
+                .queue_tolerance()
+                .max(r.before.mul_f64(self.cfg.competitive_drain_frac));
+            let drained = r.min_queue.is_some_and(|q| q <= threshold);
+            if drained || ev.now >= r.until {
+                self.recheck = None;
+                self.finish_recheck(ev.now, r, drained);
+            } else {
+                self.recheck = Some(r);
+            }
+        } else if self.competitive
+            && !self.cfg.competitive_recheck.is_zero()
+            && !self.slow_start
+            && self.drain_check.is_none()
+            && !self.send.in_recovery()
+            && self
+                .rechecked_at
+                .is_none_or(|t| ev.now.saturating_duration_since(t) >= self.cfg.competitive_recheck)
+        {
+            self.start_recheck(ev.now, false);
+        }
+        // Leave the mode once the queue has stayed empty for a while
+        // (four smoothed RTTs): a momentary drain, when both flows back
+        // off on the same overflow, does not mean the other flow left.
+        if self.queue_detected() {
+            self.queue_empty_since = None;
+            let since = *self.queue_since.get_or_insert(ev.now);
+            let persist = (self.srtt * self.cfg.drain_probe_after).max(self.cfg.drain_probe_min);
+            if self.cfg.drain_probe_after > 0
+                && !self.competitive
+                && !self.slow_start
+                && self.drain_check.is_none()
+                && self.recheck.is_none()
+                && !self.send.in_recovery()
+                && self.random_loss_free()
+                && ev.now.saturating_duration_since(since) >= persist
+            {
+                self.drain_probe(ev.now);
+            }
+        } else {
+            self.queue_since = None;
+            let since = *self.queue_empty_since.get_or_insert(ev.now);
+            let hold = (self.srtt * 4).max(Duration::from_millis(100));
+            if self.competitive
+                && self.recheck.is_none()
+                && ev.now.saturating_duration_since(since) >= hold
+            {
+                self.competitive = false;
+            }
+        }
+        if self.competitive
+            && self.cfg.competitive_reciprocity > 0
+            && ev.rtt_updated
+            && self.recheck.is_none()
+        {
+            self.track_reductions(ev.now);
+        }
+    }
+
+    /// The response to a congestion event in the mode, given the factor
+    /// outside it: the factor to apply (1 to skip the event) and whether
+    /// this backoff is a probe by Equation (1).
+    pub(super) fn competitive_response(&mut self, mut beta: f64) -> (f64, bool) {
+        let mut probe = false;
+        let floor = if self.cfg.competitive_loss_frac > 0.0 {
+            (self.cfg.competitive_loss_frac * self.cwnd / self.cfg.common.mss as f64).max(2.0)
+        } else {
+            0.0
+        };
+        let owed = self.cfg.competitive_reciprocity > 0
+            && !self.slow_start
+            && self.round_lost < RECIPROCITY_MAX_LOSS * self.cwnd / self.cfg.common.mss as f64
+            && self.own_cuts >= self.their_cuts + self.cfg.competitive_reciprocity;
+        if self.round_lost < floor {
+            beta = 1.0;
+        } else if owed {
+            beta = 1.0;
+            self.stats.reciprocal_skips += 1;
+        } else {
+            // Every fourth backoff is by Equation (1): alone, it
+            // drains the queue, which then stays empty (the exit).
+            self.competitive_backoffs += 1;
+            probe = self
+                .competitive_backoffs
+                .is_multiple_of(self.cfg.competitive_probe_every.max(1));
+            if !probe {
+                beta = beta.max(self.cfg.competitive_beta);
+            }
+        }
+        (beta, probe)
+    }
+
+    /// A reduction of this flow's window from `before`: whatever the queue
+    /// does next is read against it, not as another flow's.
+    pub(super) fn reciprocity_on_backoff(&mut self, now: Instant, before: f64) {
+        self.drop_watch = None;
+        self.queue_peak = None;
+        self.cut_watch = None;
+        if self.competitive && !self.slow_start {
+            self.own_cuts += 1;
+            if let (Some(q), Some(rate)) = (self.queueing_delay(), self.delivery_rate()) {
+                self.cut_watch = Some(CutWatch {
+                    at: now + self.srtt.mul_f64(3.5),
+                    before: q,
+                    after: self.cwnd,
+                    own: Duration::from_secs_f64((before - self.cwnd).max(0.0) / rate.max(1.0)),
+                });
+            }
+        }
+    }
+}
