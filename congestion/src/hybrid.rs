@@ -1180,7 +1180,7 @@ impl Controller for Hybrid {
             };
             let mut probe = false;
             if self.competitive {
-                (beta, probe) = self.competitive_response(beta);
+                (beta, probe) = self.competitive_response(ev.now, beta);
             }
             self.last_beta = Some(beta);
             if beta < 1.0 {

@@ -79,7 +79,12 @@ impl Hybrid {
     /// a drain probe waits ([`HybridConfig::drain_probe_after`]), so that
     /// another delay-based flow, which drains its own queue at its next
     /// backoff or probe, is not taken for a queue holder.
-    pub(super) fn drain_check_after(&self, now: Instant, before: Duration, window_before: f64) -> DrainCheck {
+    pub(super) fn drain_check_after(
+        &self,
+        now: Instant,
+        before: Duration,
+        window_before: f64,
+    ) -> DrainCheck {
         let from = now + (self.srtt * 2).max(Duration::from_millis(10));
         let watch = (self.srtt * self.cfg.drain_probe_after).max(self.cfg.drain_probe_min);
         DrainCheck {
@@ -353,15 +358,18 @@ impl Hybrid {
     /// The response to a congestion event in the mode, given the factor
     /// outside it: the factor to apply (1 to skip the event) and whether
     /// this backoff is a probe by Equation (1).
-    pub(super) fn competitive_response(&mut self, mut beta: f64) -> (f64, bool) {
+    pub(super) fn competitive_response(&mut self, now: Instant, mut beta: f64) -> (f64, bool) {
         let mut probe = false;
         let floor = if self.cfg.competitive_loss_frac > 0.0 {
             (self.cfg.competitive_loss_frac * self.cwnd / self.cfg.common.mss as f64).max(2.0)
         } else {
             0.0
         };
+        // On a buffer too shallow for the competitor's reductions to show
+        // in the queue, none would be counted: every event is answered.
         let owed = self.cfg.competitive_reciprocity > 0
             && !self.slow_start
+            && !self.shallow_buffer(now)
             && self.round_lost < RECIPROCITY_MAX_LOSS * self.cwnd / self.cfg.common.mss as f64
             && self.own_cuts >= self.their_cuts + self.cfg.competitive_reciprocity;
         if self.round_lost < floor {
