@@ -158,7 +158,9 @@ pub struct HybridConfig {
     /// loss-limited flow cannot use) and another hybrid's momentary queue
     /// must not trigger the mode (docs/congestion.md §3.4).
     pub competitive_max_random_loss: f64,
-    /// On entering competitive mode, slow-start again until the next loss
+    /// On entering competitive mode, unless the entry window (0.7 of the
+    /// window the watch's first backoff applied to) is larger than the
+    /// window, which then takes it, slow-start again until the next loss
     /// (no delay-based exit): a loss-based flow that holds the queue got its
     /// window in its own slow start, while hybrid's slow start ended on the
     /// delay that flow's queue caused, often at a fraction of its share.
@@ -182,16 +184,17 @@ pub struct HybridConfig {
     /// Reciprocity in the competitive mode: a congestion event is answered
     /// only while this flow has not backed off this many times more than
     /// the other flows have since the mode began; otherwise it is skipped
-    /// (unless the round lost at least a fifth of the window, or in slow
-    /// start). Another flow's reduction is inferred from the queue: it falls
+    /// (unless the round lost at least a fifth of the window, in slow
+    /// start, or on a buffer known to be shallow, whose queue is too small
+    /// to show the other flows' reductions). Another flow's reduction is inferred from the queue: it falls
     /// by more than this flow's own backoff explains, and stays down for
     /// two round trips (a competitor that rolls a reduction back, as
     /// quiche's CUBIC does for events losing fewer than max(2, 20 %) of its
     /// window, refills the queue within one). Answering every event, as RFC
     /// 9438 asks, a paced flow loses to an unpaced one whose bursts escape
     /// some overflows and to a CUBIC that rolls events back: on the emulated
-    /// link hybrid got 0.13-0.34 of quiche's CUBIC's share and 0.49-0.91 of
-    /// quic-go's. Backing off as often as the competitor does cannot make it
+    /// link hybrid got 0.09-0.15 of quiche's CUBIC's share (0.15-0.39 with
+    /// reciprocity and the early entry, docs/results.md §5). Backing off as often as the competitor does cannot make it
     /// more aggressive than that competitor (docs/congestion.md §3.4). 0
     /// disables it.
     pub competitive_reciprocity: u64,
