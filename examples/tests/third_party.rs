@@ -1,6 +1,6 @@
 //! Coded QUIC falls back to plain QUIC with third-party stacks, in both
 //! roles. Our tools offer `nc_parameters` by default (`--nc auto`); aioquic,
-//! quic-go and ngtcp2 do not know it, skip it and send none of their own,
+//! quic-go, ngtcp2 and kwik do not know it, skip it and send none of their own,
 //! so the connection must be ordinary QUIC: every transfer is checked by
 //! sha256, and our JSON lines must say that coding was not negotiated.
 //!
@@ -8,9 +8,10 @@
 //! `interop/peers/setup-third-party.sh` into `<target>/third-party` (a
 //! virtualenv with a pinned aioquic from PyPI running our
 //! `interop/peers/aioquic/peer.py`; `interop/peers/quic-go` built with
-//! `go build`) and Debian's ngtcp2 example programs. Without network
-//! access, Python's venv module or Go, these tests fail with the script's
-//! message.
+//! `go build`; `interop/peers/kwik` compiled with `javac` against kwik's
+//! and flupke's jars from Maven Central) and Debian's ngtcp2 example
+//! programs. Without network access, Python's venv module, Go or a JDK,
+//! these tests fail with the script's message.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -42,6 +43,7 @@ const GTLS_CLIENT: &str = "/usr/bin/gtlsclient";
 struct Peers {
     aioquic: PathBuf,
     quic_go: PathBuf,
+    kwik: PathBuf,
 }
 
 /// The peers [`third_party_dir`] installed.
@@ -50,6 +52,7 @@ fn peers() -> Peers {
     Peers {
         aioquic: dest.join("aioquic-peer"),
         quic_go: dest.join("quic-go-peer"),
+        kwik: dest.join("kwik-peer"),
     }
 }
 
@@ -58,18 +61,19 @@ enum Stack {
     Aioquic,
     QuicGo,
     Ngtcp2,
+    Kwik,
 }
 
 use Stack::*;
 
 impl Stack {
     /// What our client downloads from this stack's server, and its sha256:
-    /// a file of the scratch root (aioquic, ngtcp2) or `/bytes/N` (quic-go,
+    /// a file of the scratch root (aioquic, ngtcp2, kwik) or `/bytes/N` (quic-go,
     /// which serves nothing else). The file name qnc-client saves it under.
     fn resource(self, s: &Scratch) -> (String, Vec<u8>, &'static str) {
         match self {
             QuicGo => (format!("/bytes/{N}"), pattern_sha(N), "1000000"),
-            Aioquic | Ngtcp2 => (
+            Aioquic | Ngtcp2 | Kwik => (
                 "/data.bin".into(),
                 sha256(&s.path("root/data.bin")),
                 "data.bin",
@@ -100,6 +104,16 @@ impl Stack {
                     .arg(cert)
                     .arg("-key")
                     .arg(key);
+                PeerServer::start(c, err)
+            }
+            Kwik => {
+                let mut c = Command::new(&peers().kwik);
+                c.args(["server", "--addr", "127.0.0.1:0", "--cert"])
+                    .arg(cert)
+                    .arg("--key")
+                    .arg(key)
+                    .arg("--root")
+                    .arg(s.path("root"));
                 PeerServer::start(c, err)
             }
             Ngtcp2 => {
@@ -175,6 +189,20 @@ impl Stack {
                 let j = json_lines(&o).remove(0);
                 assert_eq!(j["status"], 200, "{j}");
                 (out, Some(j))
+            }
+            Kwik => {
+                // kwik checks the certificate against DNS names only: the
+                // name "localhost", the packets to the URL's address.
+                let dir = s.path(tag);
+                let o = run(Command::new(&peers().kwik)
+                    .args(["client", "--server-name", "localhost", "--ca"])
+                    .arg(ca)
+                    .arg("--outdir")
+                    .arg(&dir)
+                    .arg(url));
+                ok(&o, "kwik client");
+                let name = url.rsplit('/').next().unwrap();
+                (dir.join(name), None)
             }
             Ngtcp2 => {
                 // gtlsclient does not verify the server's certificate and
@@ -531,12 +559,24 @@ fn our_server_falls_back_with_ngtcp2_client() {
     our_server_serves(Ngtcp2, 0.0);
 }
 
+/// qnc-client against kwik's (flupke's) HTTP/3 server.
+#[test]
+fn our_client_falls_back_with_kwik_server() {
+    our_client_downloads(Kwik, 0.0);
+}
+
+/// kwik's (flupke's) HTTP/3 client against qnc-server.
+#[test]
+fn our_server_falls_back_with_kwik_client() {
+    our_server_serves(Kwik, 0.0);
+}
+
 /// Across 3 % Bernoulli loss each way, both roles of every stack: the
 /// fallback connection recovers by retransmission (our server sends no
 /// repair symbols but retransmits) and every transfer arrives intact.
 #[test]
 fn fallback_recovers_losses_by_retransmission() {
-    for stack in [Aioquic, QuicGo, Ngtcp2] {
+    for stack in [Aioquic, QuicGo, Ngtcp2, Kwik] {
         let l = our_server_serves(stack, 0.03);
         assert!(
             l["packets_lost"].as_u64().unwrap() > 0 && l["retrans_bytes"].as_u64().unwrap() > 0,

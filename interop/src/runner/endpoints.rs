@@ -90,6 +90,8 @@ pub fn all(repo: &Path, bin: &Path) -> Vec<Implementation> {
         peer("aioquic", &["aioquic-peer"]),
         peer("quic-go", &["quic-go-peer"]),
         peer("quinn", &["quinn-peer"]),
+        peer("kwik", &["kwik-peer"]),
+        peer("s2n-quic", &["s2n-quic-peer"]),
         peer("curl", &["venv/bin/python"]),
     ]
 }
