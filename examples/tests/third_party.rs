@@ -88,8 +88,14 @@ impl Stack {
         let key = s.path("certs/key.pem");
         let err = s.path(&format!("{self:?}-server.err"));
         match self {
-            Aioquic => {
-                let mut c = Command::new(&peers().aioquic);
+            Aioquic | Kwik => {
+                let p = peers();
+                let bin = if let Aioquic = self {
+                    p.aioquic
+                } else {
+                    p.kwik
+                };
+                let mut c = Command::new(bin);
                 c.args(["server", "--addr", "127.0.0.1:0", "--cert"])
                     .arg(cert)
                     .arg("--key")
@@ -104,16 +110,6 @@ impl Stack {
                     .arg(cert)
                     .arg("-key")
                     .arg(key);
-                PeerServer::start(c, err)
-            }
-            Kwik => {
-                let mut c = Command::new(&peers().kwik);
-                c.args(["server", "--addr", "127.0.0.1:0", "--cert"])
-                    .arg(cert)
-                    .arg("--key")
-                    .arg(key)
-                    .arg("--root")
-                    .arg(s.path("root"));
                 PeerServer::start(c, err)
             }
             Ngtcp2 => {

@@ -977,3 +977,34 @@ fn held_data_waits_and_data_pending_reports_it() {
         .iter()
         .all(|&n| n == 0));
 }
+
+#[test]
+fn a_repeated_client_initial_makes_the_server_send_its_flight_again() {
+    // Patch 0008 (RFC 9002 §6.2.3). The server's whole first flight is
+    // lost; the client's probe timeout repeats its Initial. The server must
+    // answer with its Initial and Handshake data at once, not with an ACK
+    // only: the handshake then completes before any server timer fires
+    // (this test never fires the server's). Both recovery implementations.
+    for algo in ["cubic", "bbr2_gcongestion"] {
+        let mut ccfg = config(false);
+        let mut scfg = config(true);
+        for c in [&mut ccfg, &mut scfg] {
+            c.set_cc_algorithm_name(algo).unwrap();
+            c.set_initial_rtt(Duration::from_millis(10));
+        }
+        let mut pair = Pair::new(&mut ccfg, &mut scfg, |_, _| {});
+        pair.advance_with(&mut |side, _, _| side == Side::Server);
+        let first_flight = pair.sent.1;
+        assert!(first_flight > 0 && !pair.client.is_established());
+        let t = pair.client.timeout_instant().expect("client probe timer");
+        std::thread::sleep(t.saturating_duration_since(Instant::now()));
+        pair.client.on_timeout();
+        pair.advance();
+        assert!(
+            pair.client.is_established() && pair.server.is_established(),
+            "{algo}: the server answered the repeated Initial with {} \
+             datagrams and the handshake did not complete",
+            pair.sent.1 - first_flight
+        );
+    }
+}
