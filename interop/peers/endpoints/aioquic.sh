@@ -27,15 +27,13 @@ run_server() {
     retry) flags+=(--retry) ;;
     *) unsupported ;;
     esac
-    # shellcheck disable=SC2086 # word splitting of SERVER_PARAMS is intended
-    exec "$PEER" server --addr "$LISTEN" --cert "$CERTS/cert.pem" --key "$CERTS/priv.key" \
-        --root "$WWW" "${flags[@]}" "${logs[@]}" ${SERVER_PARAMS:-}
+    exec_peer_server "$PEER" "${flags[@]}" "${logs[@]}"
 }
 
 # One client run fetching the given URLs in parallel on one connection.
 fetch() {
-    local trust=()
-    if [[ -r "$CERTS/ca.pem" ]]; then trust=(--ca "$CERTS/ca.pem"); fi
+    local trust
+    trust_args --ca
     local args=()
     for u in "$@"; do args+=(--url "$u"); done
     # shellcheck disable=SC2086

@@ -28,8 +28,8 @@ run_client() {
     *) unsupported "unknown test case" ;;
     esac
     read_urls
-    local trust=(--insecure)
-    if [[ -r "$CERTS/ca.pem" ]]; then trust=(--ca "$CERTS/ca.pem"); fi
+    local trust
+    trust_args --ca --insecure
     need "$PYTHON"
     # shellcheck disable=SC2086 # word splitting of CLIENT_PARAMS is intended
     exec "$PYTHON" "$CLIENT" --download-dir "$DOWNLOADS" "${trust[@]}" "${flags[@]}" \

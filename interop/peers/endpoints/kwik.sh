@@ -28,9 +28,7 @@ run_server() {
     retry) flags+=(--retry) ;;
     *) unsupported ;;
     esac
-    # shellcheck disable=SC2086 # word splitting of SERVER_PARAMS is intended
-    exec "$PEER" server --addr "$LISTEN" --root "$WWW" --cert "$CERTS/cert.pem" \
-        --key "$CERTS/priv.key" "${flags[@]}" ${SERVER_PARAMS:-}
+    exec_peer_server "$PEER" "${flags[@]}"
 }
 
 run_client() {
@@ -50,8 +48,8 @@ run_client() {
     *) unsupported ;;
     esac
     read_urls
-    local trust=(--insecure)
-    [[ -r "$CERTS/ca.pem" ]] && trust=(--ca "$CERTS/ca.pem")
+    local trust
+    trust_args --ca --insecure
     [[ -n "${SSLKEYLOGFILE:-}" ]] && flags+=(--keylog "$SSLKEYLOGFILE")
     # kwik matches the certificate against DNS names only, never an IP
     # address: for a URL to 127.0.0.1 or [::1] it checks (and sends as SNI)

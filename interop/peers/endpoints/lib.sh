@@ -41,6 +41,26 @@ fetch_first_then_rest() {
     if [[ ${#urls[@]} -gt 1 ]]; then "$1" "${urls[@]:1}"; fi
 }
 
+# Execs the server of one of our own peer programs (aioquic, kwik, quinn,
+# s2n-quic share the command line): $1 is the program, the rest are extra
+# flags; SERVER_PARAMS is appended.
+exec_peer_server() {
+    local peer=$1
+    shift
+    # shellcheck disable=SC2086 # word splitting of SERVER_PARAMS is intended
+    exec "$peer" server --addr "$LISTEN" --root "$WWW" --cert "$CERTS/cert.pem" \
+        --key "$CERTS/priv.key" "$@" ${SERVER_PARAMS:-}
+}
+
+# Sets the array `trust` to "$1 $CERTS/ca.pem" when the contract's CA file
+# is there, else to the remaining arguments (e.g. --insecure, or nothing).
+trust_args() {
+    local flag=$1
+    shift
+    trust=("$@")
+    if [[ -r "$CERTS/ca.pem" ]]; then trust=("$flag" "$CERTS/ca.pem"); fi
+}
+
 endpoint_main() {
     : "${ROLE:?ROLE must be client or server}" "${TESTCASE:?TESTCASE must be set}"
     case "$ROLE" in

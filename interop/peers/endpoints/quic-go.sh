@@ -54,8 +54,8 @@ run_client() {
     esac
     need "$BIN"
     read_urls
-    local trust=()
-    [[ -r "$CERTS/ca.pem" ]] && trust=(-ca "$CERTS/ca.pem")
+    local trust
+    trust_args -ca
     # shellcheck disable=SC2086
     exec "$BIN" client "${trust[@]}" -outdir "$DOWNLOADS" "${flags[@]}" \
         ${CLIENT_PARAMS:-} "${urls[@]}"

@@ -26,9 +26,7 @@ run_server() {
     *) unsupported ;;
     esac
     need "$PEER"
-    # shellcheck disable=SC2086 # word splitting of SERVER_PARAMS is intended
-    exec "$PEER" server --addr "$LISTEN" --root "$WWW" --cert "$CERTS/cert.pem" \
-        --key "$CERTS/priv.key" "${flags[@]}" ${SERVER_PARAMS:-}
+    exec_peer_server "$PEER" "${flags[@]}"
 }
 
 run_client() {
