@@ -1008,3 +1008,100 @@ fn a_repeated_client_initial_makes_the_server_send_its_flight_again() {
         );
     }
 }
+
+#[test]
+fn an_application_ping_carries_the_ack_the_peer_missed() {
+    // Patch 0009. The server's first packet is lost, its second arrives,
+    // and the client's ACK of it is lost: the server knows nothing and its
+    // probe timer may be far away. A PING the client's application asks
+    // for (send_ack_eliciting) with send_ack must carry the ACK again, in
+    // one packet, so the server learns that B arrived (and can then find A
+    // lost). Both recovery implementations.
+    for algo in ["cubic", "bbr2_gcongestion"] {
+        let mut ccfg = config(false);
+        let mut scfg = config(true);
+        scfg.set_cc_algorithm_name(algo).unwrap();
+        let mut pair = Pair::new(&mut ccfg, &mut scfg, |_, _| {});
+        pair.handshake();
+        let to_server = quiche::RecvInfo {
+            from: pair.client_seen(),
+            to: pair.server.path_stats().next().unwrap().local_addr,
+        };
+        let to_client = quiche::RecvInfo {
+            from: to_server.to,
+            to: to_server.from,
+        };
+        let mut buf = [0u8; 65535];
+        // Packet A: lost.
+        assert_eq!(pair.server.stream_send(1, b"first", false), Ok(5));
+        while pair.server.send(&mut buf).is_ok() {}
+        // Packet B: arrives; the client's ACK of it is lost.
+        assert_eq!(pair.server.stream_send(1, b"second", false), Ok(6));
+        while let Ok((n, _)) = pair.server.send(&mut buf) {
+            pair.client.recv(&mut buf[..n], to_client).unwrap();
+        }
+        let mut acks = 0;
+        while pair.client.send(&mut buf).is_ok() {
+            acks += 1;
+        }
+        assert!(acks > 0, "the client acknowledges B");
+        let acked_before = pair.server.stats().acked_bytes;
+        pair.client.send_ack_eliciting().unwrap();
+        pair.client.send_ack().unwrap();
+        let mut pings = 0;
+        while let Ok((n, _)) = pair.client.send(&mut buf) {
+            pings += 1;
+            pair.server.recv(&mut buf[..n], to_server).unwrap();
+        }
+        assert_eq!(pings, 1, "{algo}: one ack-eliciting packet");
+        assert!(
+            pair.server.stats().acked_bytes > acked_before,
+            "{algo}: the client's PING did not tell the server that B arrived"
+        );
+    }
+}
+
+#[test]
+fn closing_before_the_handshake_is_confirmed_sends_the_close_and_stops() {
+    // Patch 0010. The client's Finished is lost, so the server never
+    // confirms the handshake; the client's probe timer fires and queues the
+    // Finished again. The application then closes (all its responses came
+    // in 0.5-RTT). While closing quiche sends no CRYPTO data, so that data
+    // must not keep choosing the Handshake space: the client must send its
+    // close and stop, not ACK-only Handshake packets without end.
+    for algo in ["cubic", "bbr2_gcongestion"] {
+        let mut ccfg = config(false);
+        let mut scfg = config(true);
+        ccfg.set_cc_algorithm_name(algo).unwrap();
+        let mut pair = Pair::new(&mut ccfg, &mut scfg, |_, _| {});
+        // Everything the client sends once the server has answered is lost.
+        let mut answered = false;
+        pair.advance_with(&mut |side, _, _| {
+            answered |= side == Side::Server;
+            side == Side::Client && answered
+        });
+        assert!(pair.client.is_established(), "{algo}");
+        assert!(
+            !pair.server.is_established(),
+            "{algo}: the Finished was lost"
+        );
+        let t = pair.client.timeout_instant().expect("client probe timer");
+        std::thread::sleep(t.saturating_duration_since(Instant::now()));
+        pair.client.on_timeout();
+        pair.client.close(true, 0x100, b"done").unwrap();
+        let mut buf = [0u8; 65535];
+        let mut sent = 0;
+        while pair.client.send(&mut buf).is_ok() {
+            sent += 1;
+            assert!(
+                sent < 100,
+                "{algo}: the closing client does not stop sending"
+            );
+        }
+        assert!(sent >= 1, "{algo}: the close was not sent");
+        assert!(
+            pair.client.is_draining(),
+            "{algo}: the close frame went out"
+        );
+    }
+}

@@ -18,6 +18,7 @@ use quiche::h3;
 
 use super::config::ClientConfig;
 use super::error::{Error, ErrorKind};
+use super::liveness::Liveness;
 use super::progress::Progress;
 use super::request::Request;
 use super::stats::Stats;
@@ -86,6 +87,7 @@ pub(crate) struct Conn {
     by_stream: HashMap<u64, usize>,
     next_request: usize,
     pacer: Pacer,
+    liveness: Liveness,
     pub progress: Progress,
     pub started: Instant,
     pub finished_at: Option<Instant>,
@@ -156,6 +158,7 @@ impl Conn {
             by_stream: HashMap::new(),
             next_request: 0,
             pacer: Pacer::with_slack(config.transport.pacing_slack()),
+            liveness: Liveness::new(),
             progress: Progress::new(config.progress_bar),
             started,
             finished_at: None,
@@ -209,7 +212,7 @@ impl Conn {
                 earliest(self.conn.timeout_instant(), self.pacer.deadline()),
                 earliest(
                     earliest(overall, handshake_deadline),
-                    self.next_request_deadline(),
+                    earliest(self.next_request_deadline(), self.liveness.deadline()),
                 ),
             );
             if let Err(e) = wait(poll, &mut events, deadline, WAKE_CAP) {
@@ -256,6 +259,7 @@ impl Conn {
             let now = Instant::now();
             self.expire(now);
             self.settle(now);
+            self.probe_if_quiet(now);
             if !self.keep_open && self.finished_at.is_none() && self.requests.iter().all(|r| r.done)
             {
                 self.finished_at = Some(now);
@@ -356,6 +360,25 @@ impl Conn {
             self.by_stream.remove(&sid);
         }
         r.fail(why);
+    }
+
+    /// Sends a PING (with the ACK frame) when a response is outstanding
+    /// and the server has been silent for a while (see [`Liveness`]).
+    fn probe_if_quiet(&mut self, now: Instant) {
+        let waiting = self.established
+            && self.conn.local_error().is_none()
+            && self
+                .requests
+                .iter()
+                .any(|r| !r.done && r.stream_id.is_some());
+        let min_rtt = self.conn.path_stats().next().and_then(|p| p.min_rtt);
+        if self
+            .liveness
+            .on_tick(now, self.conn.stats().recv, waiting, min_rtt)
+        {
+            let _ = self.conn.send_ack_eliciting();
+            let _ = self.conn.send_ack();
+        }
     }
 
     fn next_request_deadline(&self) -> Option<Instant> {

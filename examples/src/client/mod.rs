@@ -12,6 +12,7 @@ mod api;
 mod config;
 mod conn;
 mod error;
+mod liveness;
 mod outcome;
 mod progress;
 mod request;
