@@ -978,6 +978,23 @@ fn held_data_waits_and_data_pending_reports_it() {
         .all(|&n| n == 0));
 }
 
+/// quiche's two recovery implementations: CUBIC runs on the legacy one,
+/// BBRv2 on gcongestion.
+const RECOVERIES: [&str; 2] = ["cubic", "bbr2_gcongestion"];
+
+/// A pair whose both sides use `algo`, optionally with an initial RTT.
+fn recovery_pair(algo: &str, initial_rtt: Option<Duration>) -> Pair {
+    let mut ccfg = config(false);
+    let mut scfg = config(true);
+    for c in [&mut ccfg, &mut scfg] {
+        c.set_cc_algorithm_name(algo).unwrap();
+        if let Some(rtt) = initial_rtt {
+            c.set_initial_rtt(rtt);
+        }
+    }
+    Pair::new(&mut ccfg, &mut scfg, |_, _| {})
+}
+
 #[test]
 fn a_repeated_client_initial_makes_the_server_send_its_flight_again() {
     // Patch 0008 (RFC 9002 §6.2.3). The server's whole first flight is
@@ -985,14 +1002,8 @@ fn a_repeated_client_initial_makes_the_server_send_its_flight_again() {
     // answer with its Initial and Handshake data at once, not with an ACK
     // only: the handshake then completes before any server timer fires
     // (this test never fires the server's). Both recovery implementations.
-    for algo in ["cubic", "bbr2_gcongestion"] {
-        let mut ccfg = config(false);
-        let mut scfg = config(true);
-        for c in [&mut ccfg, &mut scfg] {
-            c.set_cc_algorithm_name(algo).unwrap();
-            c.set_initial_rtt(Duration::from_millis(10));
-        }
-        let mut pair = Pair::new(&mut ccfg, &mut scfg, |_, _| {});
+    for algo in RECOVERIES {
+        let mut pair = recovery_pair(algo, Some(Duration::from_millis(10)));
         pair.advance_with(&mut |side, _, _| side == Side::Server);
         let first_flight = pair.sent.1;
         assert!(first_flight > 0 && !pair.client.is_established());
@@ -1017,11 +1028,8 @@ fn an_application_ping_carries_the_ack_the_peer_missed() {
     // for (send_ack_eliciting) with send_ack must carry the ACK again, in
     // one packet, so the server learns that B arrived (and can then find A
     // lost). Both recovery implementations.
-    for algo in ["cubic", "bbr2_gcongestion"] {
-        let mut ccfg = config(false);
-        let mut scfg = config(true);
-        scfg.set_cc_algorithm_name(algo).unwrap();
-        let mut pair = Pair::new(&mut ccfg, &mut scfg, |_, _| {});
+    for algo in RECOVERIES {
+        let mut pair = recovery_pair(algo, None);
         pair.handshake();
         let to_server = quiche::RecvInfo {
             from: pair.client_seen(),
@@ -1069,11 +1077,8 @@ fn closing_before_the_handshake_is_confirmed_sends_the_close_and_stops() {
     // in 0.5-RTT). While closing quiche sends no CRYPTO data, so that data
     // must not keep choosing the Handshake space: the client must send its
     // close and stop, not ACK-only Handshake packets without end.
-    for algo in ["cubic", "bbr2_gcongestion"] {
-        let mut ccfg = config(false);
-        let mut scfg = config(true);
-        ccfg.set_cc_algorithm_name(algo).unwrap();
-        let mut pair = Pair::new(&mut ccfg, &mut scfg, |_, _| {});
+    for algo in RECOVERIES {
+        let mut pair = recovery_pair(algo, None);
         // Everything the client sends once the server has answered is lost.
         let mut answered = false;
         pair.advance_with(&mut |side, _, _| {
