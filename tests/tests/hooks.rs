@@ -1110,3 +1110,52 @@ fn closing_before_the_handshake_is_confirmed_sends_the_close_and_stops() {
         );
     }
 }
+
+#[test]
+fn a_client_pads_its_handshake_probes_until_the_handshake_is_confirmed() {
+    // Patch 0011. The client's Finished is lost, so its probe timer sends a
+    // Handshake packet again. A server that has not validated the client's
+    // address may send three times what it received (RFC 9000 §8.1): a
+    // probe padded to 1200 bytes lets it answer with a full flight. Once
+    // the handshake is confirmed the client pads nothing.
+    let long_type = |d: &[u8]| (d[0] & 0x80 != 0).then_some((d[0] >> 4) & 0x3);
+    for algo in RECOVERIES {
+        let mut pair = recovery_pair(algo, None);
+        let mut answered = false;
+        pair.advance_with(&mut |side, _, _| {
+            answered |= side == Side::Server;
+            side == Side::Client && answered
+        });
+        assert!(
+            !pair.server.is_established(),
+            "{algo}: the Finished was lost"
+        );
+        let t = pair.client.timeout_instant().expect("client probe timer");
+        std::thread::sleep(t.saturating_duration_since(Instant::now()));
+        pair.client.on_timeout();
+        let mut probes = Vec::new();
+        let mut after = Vec::new();
+        pair.advance_with(&mut |side, _, d| {
+            if side == Side::Client {
+                match long_type(d) {
+                    Some(2) => probes.push(d.len()),
+                    Some(_) => (),
+                    None => after.push(d.len()),
+                }
+            }
+            false
+        });
+        assert!(pair.server.is_established(), "{algo}: the probe arrived");
+        assert!(!probes.is_empty(), "{algo}: no Handshake probe was sent");
+        assert!(
+            probes.iter().all(|&n| n >= 1200),
+            "{algo}: Handshake probe sizes {probes:?}"
+        );
+        // The confirmed client's ACK of HANDSHAKE_DONE is not padded.
+        assert!(pair.client.is_established());
+        assert!(
+            after.iter().any(|&n| n < 1200),
+            "{algo}: 1-RTT datagrams after confirmation {after:?}"
+        );
+    }
+}
