@@ -158,7 +158,10 @@ impl Conn {
             by_stream: HashMap::new(),
             next_request: 0,
             pacer: Pacer::with_slack(config.transport.pacing_slack()),
-            liveness: Liveness::new(),
+            liveness: Liveness::new(match config.transport.idle_timeout {
+                0 => Duration::MAX,
+                ms => Duration::from_millis(ms),
+            }),
             progress: Progress::new(config.progress_bar),
             started,
             finished_at: None,
@@ -372,10 +375,11 @@ impl Conn {
                 .iter()
                 .any(|r| !r.done && r.stream_id.is_some());
         let min_rtt = self.conn.path_stats().next().and_then(|p| p.min_rtt);
-        if self
-            .liveness
-            .on_tick(now, self.conn.stats().recv, waiting, min_rtt)
-        {
+        // Progress is response data and completions, not packets: the
+        // server's ACK of a probe must not restart the wait.
+        let done = self.requests.iter().filter(|r| r.done).count() as u64;
+        let progress = self.received() + done;
+        if self.liveness.on_tick(now, progress, waiting, min_rtt) {
             let _ = self.conn.send_ack_eliciting();
             let _ = self.conn.send_ack();
         }

@@ -9,8 +9,12 @@
 //! it spans retransmissions). So while a response is outstanding and no
 //! packet has arrived for a while, the client sends a PING with the ACK
 //! frame again (quiche's `send_ack`, hook patch 0009): the server then
-//! finds its losses and repeats the data. The interval starts at a few round trips
-//! and doubles with each probe that brings nothing back.
+//! finds its losses and repeats the data. The interval starts at a few
+//! round trips and doubles with each probe that brings no progress (a
+//! server's ACK of the probe is not progress: response data is). After
+//! the idle timeout without progress the client stops probing, so a server
+//! that answers PINGs but never responds cannot keep the connection open
+//! for ever.
 
 use std::time::{Duration, Instant};
 
@@ -29,8 +33,13 @@ const MAX_QUIET: Duration = Duration::from_secs(8);
 /// `now` and what it knows of the connection).
 #[derive(Debug)]
 pub(crate) struct Liveness {
-    /// quiche's count of packets received, at the last look.
-    received: usize,
+    /// The caller's progress count (response bytes and completions), at the
+    /// last look.
+    progress: u64,
+    /// When `progress` last changed, or the wait began.
+    progress_at: Option<Instant>,
+    /// No probes once progress has stalled this long.
+    give_up: Duration,
     /// The next probe, when a response is outstanding.
     next: Option<Instant>,
     /// The wait before `next`, doubled by each probe.
@@ -38,43 +47,52 @@ pub(crate) struct Liveness {
 }
 
 impl Liveness {
-    pub fn new() -> Liveness {
+    /// `give_up`: the connection's idle timeout (`Duration::MAX`: none).
+    pub fn new(give_up: Duration) -> Liveness {
         Liveness {
-            received: 0,
+            progress: 0,
+            progress_at: None,
+            give_up,
             next: None,
             interval: MIN_QUIET,
         }
     }
 
-    /// Looks at the connection: `received` is the number of packets it has
-    /// received so far, `waiting` whether a response is outstanding and
-    /// `min_rtt` the path's minimum RTT, if known. Returns true when a
-    /// probe is due now.
+    /// Looks at the connection: `progress` counts what the responses have
+    /// brought so far (any measure that grows with response data),
+    /// `waiting` is whether a response is outstanding and `min_rtt` the
+    /// path's minimum RTT, if known. Returns true when a probe is due now.
     pub fn on_tick(
         &mut self,
         now: Instant,
-        received: usize,
+        progress: u64,
         waiting: bool,
         min_rtt: Option<Duration>,
     ) -> bool {
         if !waiting {
-            self.received = received;
+            self.progress = progress;
+            self.progress_at = None;
             self.next = None;
             return false;
         }
-        if received != self.received || self.next.is_none() {
-            // Something arrived (or the wait just began): start over.
-            self.received = received;
+        if progress != self.progress || self.progress_at.is_none() {
+            // Progress (or the wait just began): start over.
+            self.progress = progress;
+            self.progress_at = Some(now);
             self.interval = min_rtt
                 .map_or(MIN_QUIET, |r| r * QUIET_RTTS)
                 .clamp(MIN_QUIET, MAX_FIRST_QUIET);
             self.next = Some(now + self.interval);
             return false;
         }
-        match self.next {
-            Some(t) if now >= t => {
+        match (self.next, self.progress_at) {
+            (Some(t), Some(since)) if now >= t => {
                 self.interval = (self.interval * 2).min(MAX_QUIET);
-                self.next = Some(now + self.interval);
+                let next = now + self.interval;
+                // Past the idle timeout without progress: stop probing, and
+                // let the transport's idle timer decide.
+                let within = since.checked_add(self.give_up).is_none_or(|end| next < end);
+                self.next = within.then_some(next);
                 true
             }
             _ => false,
@@ -100,7 +118,7 @@ mod tests {
     #[test]
     fn probes_back_off_while_nothing_arrives() {
         let t0 = Instant::now();
-        let mut l = Liveness::new();
+        let mut l = Liveness::new(ms(60_000));
         assert!(!l.on_tick(t0, 5, true, RTT));
         // 8 RTTs of silence, then 1.6 s, 3.2 s, 6.4 s, 8 s, 8 s.
         let mut probes = Vec::new();
@@ -115,12 +133,33 @@ mod tests {
     }
 
     #[test]
-    fn a_packet_restarts_the_wait() {
+    fn probing_stops_after_the_idle_timeout_without_progress() {
         let t0 = Instant::now();
-        let mut l = Liveness::new();
+        let mut l = Liveness::new(ms(30_000));
+        l.on_tick(t0, 5, true, RTT);
+        let mut probes = Vec::new();
+        let mut t = t0;
+        while t < t0 + ms(90_000) {
+            t += ms(10);
+            if l.on_tick(t, 5, true, RTT) {
+                probes.push((t - t0).as_millis());
+            }
+        }
+        // The next probe would come at 36 s, past the 30 s idle timeout.
+        assert_eq!(probes, vec![800, 2400, 5600, 12000, 20000, 28000]);
+        assert_eq!(l.deadline(), None);
+        // Progress starts it again.
+        assert!(!l.on_tick(t, 6, true, RTT));
+        assert!(l.on_tick(t + ms(800), 6, true, RTT));
+    }
+
+    #[test]
+    fn progress_restarts_the_wait() {
+        let t0 = Instant::now();
+        let mut l = Liveness::new(ms(60_000));
         l.on_tick(t0, 1, true, RTT);
         assert!(l.on_tick(t0 + ms(800), 1, true, RTT));
-        // A packet arrives: no probe before another 800 ms of silence.
+        // Response data arrives: no probe before another 800 ms.
         assert!(!l.on_tick(t0 + ms(900), 2, true, RTT));
         assert_eq!(l.deadline(), Some(t0 + ms(1700)));
         assert!(!l.on_tick(t0 + ms(1600), 2, true, RTT));
@@ -130,7 +169,7 @@ mod tests {
     #[test]
     fn nothing_outstanding_means_no_probe() {
         let t0 = Instant::now();
-        let mut l = Liveness::new();
+        let mut l = Liveness::new(ms(60_000));
         for s in 0..60 {
             assert!(!l.on_tick(t0 + ms(s * 1000), 3, false, RTT));
         }
@@ -145,7 +184,7 @@ mod tests {
     fn the_first_wait_is_bounded() {
         let t0 = Instant::now();
         for (rtt, first) in [(None, 500), (Some(ms(1)), 500), (Some(ms(5000)), 2000)] {
-            let mut l = Liveness::new();
+            let mut l = Liveness::new(ms(60_000));
             l.on_tick(t0, 0, true, rtt);
             assert_eq!(l.deadline(), Some(t0 + ms(first)), "{rtt:?}");
         }
