@@ -1069,6 +1069,27 @@ fn an_application_ping_carries_the_ack_the_peer_missed() {
     }
 }
 
+/// A pair on `algo` whose client completed the handshake but whose
+/// Finished was lost (everything the client sent once the server had
+/// answered), after the client's probe timer fired.
+fn finished_lost_and_probe_timer_fired(algo: &str) -> Pair {
+    let mut pair = recovery_pair(algo, None);
+    let mut answered = false;
+    pair.advance_with(&mut |side, _, _| {
+        answered |= side == Side::Server;
+        side == Side::Client && answered
+    });
+    assert!(pair.client.is_established(), "{algo}");
+    assert!(
+        !pair.server.is_established(),
+        "{algo}: the Finished was lost"
+    );
+    let t = pair.client.timeout_instant().expect("client probe timer");
+    std::thread::sleep(t.saturating_duration_since(Instant::now()));
+    pair.client.on_timeout();
+    pair
+}
+
 #[test]
 fn closing_before_the_handshake_is_confirmed_sends_the_close_and_stops() {
     // Patch 0010. The client's Finished is lost, so the server never
@@ -1078,21 +1099,7 @@ fn closing_before_the_handshake_is_confirmed_sends_the_close_and_stops() {
     // must not keep choosing the Handshake space: the client must send its
     // close and stop, not ACK-only Handshake packets without end.
     for algo in RECOVERIES {
-        let mut pair = recovery_pair(algo, None);
-        // Everything the client sends once the server has answered is lost.
-        let mut answered = false;
-        pair.advance_with(&mut |side, _, _| {
-            answered |= side == Side::Server;
-            side == Side::Client && answered
-        });
-        assert!(pair.client.is_established(), "{algo}");
-        assert!(
-            !pair.server.is_established(),
-            "{algo}: the Finished was lost"
-        );
-        let t = pair.client.timeout_instant().expect("client probe timer");
-        std::thread::sleep(t.saturating_duration_since(Instant::now()));
-        pair.client.on_timeout();
+        let mut pair = finished_lost_and_probe_timer_fired(algo);
         pair.client.close(true, 0x100, b"done").unwrap();
         let mut buf = [0u8; 65535];
         let mut sent = 0;
@@ -1120,19 +1127,7 @@ fn a_client_pads_its_handshake_probes_until_the_handshake_is_confirmed() {
     // the handshake is confirmed the client pads nothing.
     let long_type = |d: &[u8]| (d[0] & 0x80 != 0).then_some((d[0] >> 4) & 0x3);
     for algo in RECOVERIES {
-        let mut pair = recovery_pair(algo, None);
-        let mut answered = false;
-        pair.advance_with(&mut |side, _, _| {
-            answered |= side == Side::Server;
-            side == Side::Client && answered
-        });
-        assert!(
-            !pair.server.is_established(),
-            "{algo}: the Finished was lost"
-        );
-        let t = pair.client.timeout_instant().expect("client probe timer");
-        std::thread::sleep(t.saturating_duration_since(Instant::now()));
-        pair.client.on_timeout();
+        let mut pair = finished_lost_and_probe_timer_fired(algo);
         let mut probes = Vec::new();
         let mut after = Vec::new();
         pair.advance_with(&mut |side, _, d| {

@@ -115,20 +115,27 @@ mod tests {
         Duration::from_millis(n)
     }
 
+    /// Ticks every 10 ms for `until_ms` without progress (count 5); the
+    /// times of the probes, in ms from `t0`.
+    fn probe_times(l: &mut Liveness, t0: Instant, until_ms: u64) -> Vec<u128> {
+        let mut probes = Vec::new();
+        let mut t = t0;
+        while t < t0 + ms(until_ms) {
+            t += ms(10);
+            if l.on_tick(t, 5, true, RTT) {
+                probes.push((t - t0).as_millis());
+            }
+        }
+        probes
+    }
+
     #[test]
     fn probes_back_off_while_nothing_arrives() {
         let t0 = Instant::now();
         let mut l = Liveness::new(ms(60_000));
         assert!(!l.on_tick(t0, 5, true, RTT));
         // 8 RTTs of silence, then 1.6 s, 3.2 s, 6.4 s, 8 s, 8 s.
-        let mut probes = Vec::new();
-        let mut t = t0;
-        while t < t0 + ms(30_000) {
-            t += ms(10);
-            if l.on_tick(t, 5, true, RTT) {
-                probes.push((t - t0).as_millis());
-            }
-        }
+        let probes = probe_times(&mut l, t0, 30_000);
         assert_eq!(probes, vec![800, 2400, 5600, 12000, 20000, 28000]);
     }
 
@@ -137,18 +144,12 @@ mod tests {
         let t0 = Instant::now();
         let mut l = Liveness::new(ms(30_000));
         l.on_tick(t0, 5, true, RTT);
-        let mut probes = Vec::new();
-        let mut t = t0;
-        while t < t0 + ms(90_000) {
-            t += ms(10);
-            if l.on_tick(t, 5, true, RTT) {
-                probes.push((t - t0).as_millis());
-            }
-        }
+        let probes = probe_times(&mut l, t0, 90_000);
         // The next probe would come at 36 s, past the 30 s idle timeout.
         assert_eq!(probes, vec![800, 2400, 5600, 12000, 20000, 28000]);
         assert_eq!(l.deadline(), None);
         // Progress starts it again.
+        let t = t0 + ms(90_000);
         assert!(!l.on_tick(t, 6, true, RTT));
         assert!(l.on_tick(t + ms(800), 6, true, RTT));
     }
