@@ -18,6 +18,7 @@ import java.io.File;
 import java.io.FileInputStream;
 import java.io.FileOutputStream;
 import java.io.FilterInputStream;
+import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -46,12 +47,17 @@ import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 import javax.net.ssl.TrustManagerFactory;
 import javax.net.ssl.X509TrustManager;
 import tech.kwik.core.QuicClientConnection;
 import tech.kwik.core.QuicConnection;
 import tech.kwik.core.QuicSessionTicket;
 import tech.kwik.core.QuicStream;
+import tech.kwik.core.common.EncryptionLevel;
+import tech.kwik.core.impl.QuicConnectionImpl;
 import tech.kwik.core.impl.QuicClientConnectionImpl;
 import tech.kwik.core.log.FileLogger;
 import tech.kwik.core.log.Logger;
@@ -60,6 +66,7 @@ import tech.kwik.core.server.ApplicationProtocolConnection;
 import tech.kwik.core.server.ApplicationProtocolConnectionFactory;
 import tech.kwik.core.server.ServerConnectionConfig;
 import tech.kwik.core.server.ServerConnector;
+import tech.kwik.core.stream.FlowControlUpdateListener;
 import tech.kwik.flupke.impl.Http3ClientConnectionImpl;
 import tech.kwik.flupke.server.Http3ApplicationProtocolFactory;
 
@@ -222,10 +229,11 @@ public final class KwikPeer {
         @Override
         public ApplicationProtocolConnection createConnection(String protocol, QuicConnection conn) {
             ApplicationProtocolConnection c = inner.createConnection(protocol, conn);
+            Watchdog dog = conn instanceof QuicConnectionImpl impl ? new Watchdog(impl) : null;
             return new ApplicationProtocolConnection() {
                 @Override
                 public void acceptPeerInitiatedStream(QuicStream stream) {
-                    c.acceptPeerInitiatedStream(stream.isClientInitiatedBidirectional() ? new Filtered(stream) : stream);
+                    c.acceptPeerInitiatedStream(stream.isClientInitiatedBidirectional() ? new Filtered(stream, dog) : stream);
                 }
             };
         }
@@ -276,13 +284,19 @@ public final class KwikPeer {
         }
     }
 
-    /** A stream whose input starts after its leading reserved frames (type 0x1f * N + 0x21). */
+    /**
+     * A stream whose input starts after its leading reserved frames (type
+     * 0x1f * N + 0x21) and whose output does not stall (see {@link Unstalled}).
+     */
     static final class Filtered implements QuicStream {
         final QuicStream s;
         InputStream in;
+        final Watchdog dog;
+        OutputStream out;
 
-        Filtered(QuicStream s) {
+        Filtered(QuicStream s, Watchdog dog) {
             this.s = s;
+            this.dog = dog;
         }
 
         @Override
@@ -292,8 +306,12 @@ public final class KwikPeer {
         }
 
         @Override
-        public OutputStream getOutputStream() {
-            return s.getOutputStream();
+        public synchronized OutputStream getOutputStream() {
+            if (out == null) {
+                out = s.getOutputStream();
+                if (dog != null && out instanceof FlowControlUpdateListener l) out = dog.watch(out, l, s.getStreamId());
+            }
+            return out;
         }
 
         @Override
@@ -324,6 +342,92 @@ public final class KwikPeer {
         @Override
         public void resetStream(long code) {
             s.resetStream(code);
+        }
+    }
+
+    /**
+     * Works around a race in kwik 0.10.8's stream output
+     * (StreamOutputStreamImpl.sendRequestsQueued): a writer queues a send
+     * request, which wakes the sender, and only then counts it. An idle
+     * sender runs the request first, counts -1, and so does not queue the
+     * next one; the buffered rest of the response waits for the writer's
+     * next write or close. When that write blocks on the full send buffer
+     * (51,200 bytes), or the race hits the close, the response stalls for
+     * good while the connection stays alive: about 1 in 10 downloads of
+     * 1 MB from this server stopped (a thread dump shows the writer waiting
+     * in SendBuffer.write and an idle sender).
+     *
+     * Every {@link #PERIOD_MS} without new stream data on the connection,
+     * each response stream that is being written or was closed in the last
+     * {@link #LINGER_MS} gets a flow-control "unblocked" notice, which
+     * queues a send request without waking the sender and counts it; then
+     * a request that sends nothing wakes the sender. From then on the
+     * sender queues its own requests. A spare request is harmless (kwik's
+     * own comment) and nothing is added to any stream.
+     */
+    static final class Watchdog {
+        static final long PERIOD_MS = 250;
+        static final long LINGER_MS = 3_000;
+        static final ScheduledExecutorService TIMER = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "kwik-peer-watchdog");
+            t.setDaemon(true);
+            return t;
+        });
+        final QuicConnectionImpl conn;
+        final List<Watched> streams = new ArrayList<>();
+        ScheduledFuture<?> task;
+        long lastSent = -1;
+
+        Watchdog(QuicConnectionImpl conn) {
+            this.conn = conn;
+        }
+
+        synchronized OutputStream watch(OutputStream out, FlowControlUpdateListener l, int id) {
+            Watched w = new Watched(out, l, id);
+            streams.add(w);
+            if (task == null) task = TIMER.scheduleWithFixedDelay(this::check, PERIOD_MS, PERIOD_MS, TimeUnit.MILLISECONDS);
+            return w;
+        }
+
+        synchronized void check() {
+            long now = System.nanoTime();
+            streams.removeIf(w -> w.closedAt != 0 && now - w.closedAt > LINGER_MS * 1_000_000);
+            if (streams.isEmpty()) {
+                task.cancel(false);
+                task = null;
+                return;
+            }
+            long sent = conn.getStats().dataBytesSent();
+            if (sent != lastSent) {
+                lastSent = sent;
+                return;
+            }
+            for (Watched w : streams) w.listener.streamNotBlocked(w.id);
+            conn.send(max -> null, 1, EncryptionLevel.App, f -> {}, true);
+        }
+    }
+
+    /** A response stream's output, noting when it is closed. */
+    static final class Watched extends FilterOutputStream {
+        final FlowControlUpdateListener listener;
+        final int id;
+        volatile long closedAt;
+
+        Watched(OutputStream out, FlowControlUpdateListener listener, int id) {
+            super(out);
+            this.listener = listener;
+            this.id = id;
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) throws IOException {
+            out.write(b, off, len);
+        }
+
+        @Override
+        public void close() throws IOException {
+            closedAt = System.nanoTime();
+            out.close();
         }
     }
 
