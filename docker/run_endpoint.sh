@@ -16,6 +16,8 @@
 #   QNC_SETUP      network setup        (/setup.sh of the simulator's endpoint image)
 #   QNC_WAIT       client's wait for the simulator (/wait-for-it.sh sim:57832 -s -t 30); empty: no wait
 #   QNC_SESSION    client's session ticket file for resumption / 0-RTT
+#   QNC_RTT_CACHE  client's per-server RTT file: each connection of a test
+#                  case starts its loss timers from the previous one's RTT
 set -euo pipefail
 
 BIN="${QNC_BIN:-/usr/local/bin}"
@@ -25,6 +27,7 @@ CERTS="${QNC_CERTS:-/certs}"
 SETUP="${QNC_SETUP:-/setup.sh}"
 WAIT="${QNC_WAIT-/wait-for-it.sh sim:57832 -s -t 30}"
 SESSION="${QNC_SESSION:-/tmp/qnc-session.bin}"
+RTT_CACHE="${QNC_RTT_CACHE:-/tmp/qnc-rtt-cache}"
 if [[ -z "${QNC_LISTEN:-}" ]]; then
     if [[ -e /proc/net/if_inet6 ]]; then QNC_LISTEN="[::]:443"; else QNC_LISTEN="0.0.0.0:443"; fi
 fi
@@ -73,7 +76,8 @@ fetch() {
     local trust=(--no-verify)
     if [[ -r "$CERTS/ca.pem" ]]; then trust=(--ca "$CERTS/ca.pem"); fi
     # shellcheck disable=SC2086
-    "$BIN/qnc-client" "${trust[@]}" --out "$DOWNLOADS" ${CLIENT_PARAMS:-} "$@"
+    "$BIN/qnc-client" "${trust[@]}" --out "$DOWNLOADS" --rtt-cache "$RTT_CACHE" \
+        ${CLIENT_PARAMS:-} "$@"
 }
 
 run_client() {
@@ -84,6 +88,8 @@ run_client() {
     read -r -a urls <<<"${REQUESTS:-}"
     [[ ${#urls[@]} -gt 0 ]] || { echo "run_endpoint: REQUESTS is empty" >&2; exit 1; }
     mkdir -p "$DOWNLOADS"
+    # The first connection of a test case measures the RTT afresh.
+    rm -f "$RTT_CACHE"
     case "$TESTCASE" in
     multiconnect)
         # One connection per file (handshakeloss, handshakecorruption).

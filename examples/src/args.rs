@@ -229,6 +229,12 @@ pub struct ClientArgs {
     #[arg(long, value_name = "FILE")]
     pub session_file: Option<PathBuf>,
 
+    /// Start the handshake's loss timers from the RTT that FILE holds for
+    /// the server (if measured within the hour) instead of 333 ms, and
+    /// store this connection's smoothed RTT there.
+    #[arg(long, value_name = "FILE")]
+    pub rtt_cache: Option<PathBuf>,
+
     /// Transport options.
     #[command(flatten)]
     pub transport: TransportArgs,

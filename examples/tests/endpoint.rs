@@ -46,6 +46,7 @@ fn endpoint(s: &Scratch, role: &str, testcase: &str) -> Command {
         .env("QNC_SETUP", s.path("no-setup"))
         .env("QNC_WAIT", "")
         .env("QNC_SESSION", s.path("session.bin"))
+        .env("QNC_RTT_CACHE", s.path("rtt-cache"))
         .env("QLOGDIR", s.path(&format!("logs/{role}/qlog")))
         .env("SSLKEYLOGFILE", s.path(&format!("logs/{role}/keys.log")))
         .env_remove("REQUESTS")
@@ -154,6 +155,20 @@ fn multiconnect_uses_one_connection_per_file() {
         "",
     );
     assert!(lines.iter().all(|l| l["resumed"] == false));
+}
+
+#[test]
+fn multiconnect_connections_start_from_the_previous_rtt() {
+    let s = mounts("rtt", &[("x", 1_000), ("y", 1_000)]);
+    let srv = server(&s, "multiconnect", "");
+    std::fs::write(s.path("rtt-cache"), "stale 1 1\n").unwrap();
+    let o = client(&s, "multiconnect", &srv, &["x", "y"], "");
+    assert!(o.status.success(), "{:?}", stderr_lines(&o));
+    srv.stop();
+    // A fresh file per test case, written by its connections.
+    let text = std::fs::read_to_string(s.path("rtt-cache")).unwrap();
+    assert!(!text.contains("stale"), "{text}");
+    assert_eq!(text.lines().count(), 1, "one server: {text}");
 }
 
 #[test]

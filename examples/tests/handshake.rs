@@ -118,3 +118,70 @@ fn downloads_over_ipv6() {
     let r = fetch(&s, &url, &[]);
     assert_eq!(r["status"], 200);
 }
+
+/// Initial datagrams a client sends to a port that never answers, until
+/// its 2 s handshake limit; `cache` is its --rtt-cache file.
+fn initials_to_a_silent_port(s: &Scratch, cache: &std::path::Path, rtt_us: Option<u64>) -> usize {
+    let sink = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sink.set_read_timeout(Some(std::time::Duration::from_millis(50)))
+        .unwrap();
+    let port = sink.local_addr().unwrap().port();
+    let _ = std::fs::remove_file(cache);
+    if let Some(us) = rtt_us {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        std::fs::write(cache, format!("127.0.0.1:{port} {us} {now}\n")).unwrap();
+    }
+    let mut child = Command::new(CLIENT)
+        .arg("--ca")
+        .arg(s.path("certs/ca.pem"))
+        .args(["--idle-timeout", "2000", "--rtt-cache"])
+        .arg(cache)
+        .arg(format!("https://127.0.0.1:{port}/x"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    let mut buf = [0u8; 2048];
+    let mut n = 0;
+    while child.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "client hangs");
+        if let Ok(len) = sink.recv(&mut buf) {
+            assert!(len >= 1200, "Initial datagrams are padded");
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn the_rtt_cache_speeds_up_handshake_retransmission_and_learns_the_rtt() {
+    let s = setup("rtt-cache");
+    let cache = s.path("rtt-cache");
+    // RFC 9002's 333 ms start: probes after 1 s (and 3 s, past the limit).
+    let default = initials_to_a_silent_port(&s, &cache, None);
+    // A cached 10 ms: probes after 30, 90, 210, 450, 930 and 1890 ms.
+    let cached = initials_to_a_silent_port(&s, &cache, Some(10_000));
+    assert!(
+        cached >= default + 4,
+        "Initials in 2 s: {default} by default, {cached} with a cached RTT"
+    );
+
+    // A completed download stores the measured RTT (loopback: far below
+    // the 333 ms default) under the server's host:port.
+    let srv = Server::start(&s, &[]);
+    let url = srv.url("/data.bin");
+    std::fs::remove_file(&cache).unwrap();
+    fetch(&s, &url, &["--rtt-cache", cache.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&cache).unwrap();
+    let port = url.split(':').nth(2).unwrap().split('/').next().unwrap();
+    let f: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(f.len(), 3, "{text}");
+    assert_eq!(f[0], format!("127.0.0.1:{port}"));
+    let us: u64 = f[1].parse().unwrap();
+    assert!(us > 0 && us < 100_000, "loopback RTT {us} µs");
+    srv.stop();
+}

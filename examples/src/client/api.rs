@@ -278,10 +278,8 @@ fn worker_main(
             conn.stop.fatal = Some(e);
         }
         conn.fail_outstanding();
-        if let Some(path) = &config.session_file {
-            if let Err(e) = conn.save_session(path) {
-                eprintln!("warning: {e}");
-            }
+        if let Err(e) = conn.remember(config) {
+            eprintln!("warning: {e}");
         }
         if conn.stop.closed_by_caller {
             return;

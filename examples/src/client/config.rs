@@ -26,6 +26,9 @@ pub struct ClientConfig {
     pub qlog_dir: Option<PathBuf>,
     /// Resume the TLS session stored here and store each new ticket.
     pub session_file: Option<PathBuf>,
+    /// Start each connection's loss timers from the RTT this file holds for
+    /// its server, and store the connection's smoothed RTT there.
+    pub rtt_cache: Option<PathBuf>,
     /// Draw a progress line on a terminal's stderr (the command-line tool).
     pub progress_bar: bool,
 }
@@ -41,6 +44,7 @@ impl Default for ClientConfig {
             request_timeout: None,
             qlog_dir: None,
             session_file: None,
+            rtt_cache: None,
             progress_bar: false,
         }
     }
@@ -63,6 +67,7 @@ impl ClientConfig {
             request_timeout: None,
             qlog_dir: crate::qlog::dir_from_env(),
             session_file: args.session_file.clone(),
+            rtt_cache: args.rtt_cache.clone(),
             progress_bar: !args.json,
         }
     }

@@ -21,6 +21,7 @@ use super::error::{Error, ErrorKind};
 use super::liveness::Liveness;
 use super::progress::Progress;
 use super::request::Request;
+use super::rtt_cache;
 use super::stats::Stats;
 use crate::event_loop::{earliest, wait};
 use crate::pacing::{DatagramSink, Drive, Pacer};
@@ -79,6 +80,8 @@ pub(crate) struct Conn {
     socket: UdpSocket,
     local: SocketAddr,
     pub peer: SocketAddr,
+    /// `host:port` of the server, the key of its cached RTT.
+    authority: String,
     pub conn: quiche::Connection,
     pub nc: quic_nc::Handle,
     h3_config: h3::Config,
@@ -117,6 +120,12 @@ impl Conn {
             crate::transport::client_config(&config.transport, &config.trust, first.ip())
                 .map_err(|m| Error::new(ErrorKind::Config, m))?;
         let peer = first.resolve().map_err(unreachable)?;
+        let authority = format!("{}:{}", first.host, first.port);
+        if let Some(rtt) =
+            (config.rtt_cache.as_deref()).and_then(|path| rtt_cache::lookup(path, &authority))
+        {
+            qconfig.set_initial_rtt(rtt);
+        }
         let bind = crate::args::wildcard_for(&peer);
         let socket =
             UdpSocket::bind(bind).map_err(|e| unreachable(format!("cannot bind {bind}: {e}")))?;
@@ -150,6 +159,7 @@ impl Conn {
             socket,
             local,
             peer,
+            authority,
             conn,
             nc,
             h3_config: h3::Config::new().map_err(|e| protocol(format!("h3 config: {e}")))?,
@@ -485,9 +495,30 @@ impl Conn {
         }
     }
 
+    /// Stores what the next connection to this server starts from: the
+    /// session ticket (`session_file`) and the smoothed RTT (`rtt_cache`).
+    pub fn remember(&self, config: &ClientConfig) -> Result<(), String> {
+        if let Some(path) = &config.session_file {
+            self.save_session(path)?;
+        }
+        match &config.rtt_cache {
+            Some(path) => self.save_rtt(path),
+            None => Ok(()),
+        }
+    }
+
+    /// Stores the smoothed RTT of the active path, if it was measured.
+    fn save_rtt(&self, path: &std::path::Path) -> Result<(), String> {
+        let mut paths = self.conn.path_stats();
+        match paths.find(|p| p.active && p.min_rtt.is_some()) {
+            Some(p) => rtt_cache::store(path, &self.authority, p.rtt),
+            None => Ok(()),
+        }
+    }
+
     /// Stores the connection's session ticket for a later resumption; a
     /// server that sent none leaves the file as it was.
-    pub fn save_session(&self, path: &std::path::Path) -> Result<(), String> {
+    fn save_session(&self, path: &std::path::Path) -> Result<(), String> {
         match self.conn.session() {
             Some(s) => std::fs::write(path, s)
                 .map_err(|e| format!("cannot write session file {}: {e}", path.display())),

@@ -17,6 +17,7 @@ mod outcome;
 mod progress;
 mod request;
 mod response;
+mod rtt_cache;
 mod stats;
 
 pub use api::{Call, CallFuture, Client, RequestSpec};
@@ -64,10 +65,8 @@ pub fn run(args: &ClientArgs, shutdown: &Shutdown) -> Outcome {
     }
     conn.progress.finish();
     let io = |m: String| Outcome::failed(Error::new(ErrorKind::Io, m));
-    if let Some(path) = &args.session_file {
-        if let Err(e) = conn.save_session(path) {
-            return io(e);
-        }
+    if let Err(e) = conn.remember(&config) {
+        return io(e);
     }
     if let Some(path) = &args.delay_log {
         if let Some(m) = conn.requests.iter().find_map(|r| r.delivery.as_ref()) {

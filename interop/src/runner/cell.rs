@@ -307,6 +307,7 @@ fn endpoint(imp: &Implementation, role: &str, testcase: &str, s: &Setup) -> Comm
         .env("QNC_SETUP", dir.join("no-setup"))
         .env("QNC_WAIT", "")
         .env("QNC_SESSION", dir.join(format!("{role}/session.bin")))
+        .env("QNC_RTT_CACHE", dir.join(format!("{role}/rtt-cache")))
         .env("QLOGDIR", dir.join(format!("{role}/qlog")))
         .env("SSLKEYLOGFILE", dir.join(format!("{role}/keys.log")))
         .env_remove("REQUESTS")
