@@ -240,6 +240,10 @@ pub struct Summary {
     /// Frames of types quiche does not know (extension frames), sent and
     /// received.
     pub extension_frames: u64,
+    /// Time of the first received STREAM frame on a client-initiated
+    /// bidirectional stream, in seconds: a client's first response byte
+    /// (time to first byte), a server's first request.
+    pub first_request_stream_s: Option<f64>,
 }
 
 impl Summary {
@@ -278,7 +282,12 @@ impl Summary {
                         .and_then(Value::as_u64)
                         .unwrap_or(0);
                 }
-                "quic:packet_received" => s.packets_received += 1,
+                "quic:packet_received" => {
+                    s.packets_received += 1;
+                    if s.first_request_stream_s.is_none() && carries_request_stream(&e.data) {
+                        s.first_request_stream_s = Some(e.time_ms / 1e3);
+                    }
+                }
                 "quic:congestion_state_updated" => s.cc_state_changes += 1,
                 n if n.starts_with(events::PREFIX) => s.quic_nc_events += 1,
                 _ => {}
@@ -297,8 +306,11 @@ impl Summary {
 
     /// One human-readable line.
     pub fn line(&self) -> String {
+        let first = self
+            .first_request_stream_s
+            .map_or("-".to_string(), |t| format!("{t:.3} s"));
         format!(
-            "{:<6} {:>8.3} s  sent {} pkts / {} B, recv {} pkts, lost {} ({:.2}%), max cwnd {} B, min RTT {:.2} ms, mean sRTT {:.2} ms, cc states {}, nc events {}, ext frames {}",
+            "{:<6} {:>8.3} s  sent {} pkts / {} B, recv {} pkts, lost {} ({:.2}%), max cwnd {} B, min RTT {:.2} ms, mean sRTT {:.2} ms, cc states {}, nc events {}, ext frames {}, first request-stream data {first}",
             self.role,
             self.duration_s,
             self.packets_sent,
@@ -330,8 +342,25 @@ impl Summary {
             "cc_state_changes": self.cc_state_changes,
             "quic_nc_events": self.quic_nc_events,
             "extension_frames": self.extension_frames,
+            "first_request_stream_s": self.first_request_stream_s,
         })
     }
+}
+
+/// Whether a packet event holds a STREAM frame on a client-initiated
+/// bidirectional stream (id ≡ 0 mod 4), where HTTP/3 requests and
+/// responses travel.
+fn carries_request_stream(data: &Value) -> bool {
+    data.get("frames")
+        .and_then(Value::as_array)
+        .is_some_and(|frames| {
+            frames.iter().any(|f| {
+                f.get("frame_type").and_then(Value::as_str) == Some("stream")
+                    && f.get("stream_id")
+                        .and_then(Value::as_u64)
+                        .is_some_and(|id| id % 4 == 0)
+            })
+        })
 }
 
 fn finite_or_null(v: f64) -> Value {
@@ -351,7 +380,9 @@ mod tests {
         "\u{1e}{\"time\":0.5,\"name\":\"quic:recovery_metrics_updated\",\"data\":{\"min_rtt\":40.0,\"smoothed_rtt\":40.0,\"congestion_window\":13500}}\n",
         "\u{1e}{\"time\":1.0,\"name\":\"quic:packet_sent\",\"data\":{\"raw\":{\"length\":1200},\"frames\":[{\"frame_type\":\"unknown\",\"frame_type_bytes\":1}]}}\n",
         "\u{1e}{\"time\":2.0,\"name\":\"quic:recovery_metrics_updated\",\"data\":{\"bytes_in_flight\":1200,\"smoothed_rtt\":50.0,\"cf_lost_packets\":{\"total\":3,\"delta\":3}}}\n",
-        "\u{1e}{\"time\":3.0,\"name\":\"quic:packet_received\",\"data\":{}}\n",
+        "\u{1e}{\"time\":3.0,\"name\":\"quic:packet_received\",\"data\":{\"frames\":[{\"frame_type\":\"stream\",\"stream_id\":3}]}}\n",
+        "\u{1e}{\"time\":3.5,\"name\":\"quic:packet_received\",\"data\":{\"frames\":[{\"frame_type\":\"ack\"},{\"frame_type\":\"stream\",\"stream_id\":4}]}}\n",
+        "\u{1e}{\"time\":3.6,\"name\":\"quic:packet_received\",\"data\":{\"frames\":[{\"frame_type\":\"stream\",\"stream_id\":0}]}}\n",
         "\u{1e}{\"time\":4.0,\"name\":\"nc:cc_state\",\"data\":{\"cwnd\":27000}}\n",
         "\u{1e}{\"time\":5.0,\"name\":\"quic:packet_sent\",\"data\":{\"raw\":{\"len",
     );
@@ -360,7 +391,7 @@ mod tests {
     fn parses_header_events_and_ignores_a_truncated_tail() {
         let t = Trace::parse(SAMPLE).unwrap();
         assert_eq!(t.vantage_point.as_deref(), Some("server"));
-        assert_eq!(t.events.len(), 5);
+        assert_eq!(t.events.len(), 7);
         assert_eq!(t.named("quic:packet_sent").count(), 1);
     }
 
@@ -383,8 +414,10 @@ mod tests {
         assert_eq!(s.role, "server");
         assert_eq!(
             (s.packets_sent, s.bytes_sent, s.packets_received),
-            (1, 1200, 1)
+            (1, 1200, 3)
         );
+        // Stream 3 (a unidirectional control stream) does not count.
+        assert_eq!(s.first_request_stream_s, Some(0.0035));
         assert_eq!(s.packets_lost, 3);
         assert_eq!(s.max_cwnd, 13500);
         assert_eq!(s.min_rtt_ms, 40.0);

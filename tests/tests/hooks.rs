@@ -1031,14 +1031,7 @@ fn an_application_ping_carries_the_ack_the_peer_missed() {
     for algo in RECOVERIES {
         let mut pair = recovery_pair(algo, None);
         pair.handshake();
-        let to_server = quiche::RecvInfo {
-            from: pair.client_seen(),
-            to: pair.server.path_stats().next().unwrap().local_addr,
-        };
-        let to_client = quiche::RecvInfo {
-            from: to_server.to,
-            to: to_server.from,
-        };
+        let (to_server, to_client) = recv_infos(&pair);
         let mut buf = [0u8; 65535];
         // Packet A: lost.
         assert_eq!(pair.server.stream_send(1, b"first", false), Ok(5));
@@ -1125,7 +1118,6 @@ fn a_client_pads_its_handshake_probes_until_the_handshake_is_confirmed() {
     // address may send three times what it received (RFC 9000 §8.1): a
     // probe padded to 1200 bytes lets it answer with a full flight. Once
     // the handshake is confirmed the client pads nothing.
-    let long_type = |d: &[u8]| (d[0] & 0x80 != 0).then_some((d[0] >> 4) & 0x3);
     for algo in RECOVERIES {
         let mut pair = finished_lost_and_probe_timer_fired(algo);
         let mut probes = Vec::new();
@@ -1153,4 +1145,23 @@ fn a_client_pads_its_handshake_probes_until_the_handshake_is_confirmed() {
             "{algo}: 1-RTT datagrams after confirmation {after:?}"
         );
     }
+}
+
+/// How datagrams reach the server and the client of `pair`.
+fn recv_infos(pair: &Pair) -> (quiche::RecvInfo, quiche::RecvInfo) {
+    let to_server = quiche::RecvInfo {
+        from: pair.client_seen(),
+        to: pair.server.path_stats().next().unwrap().local_addr,
+    };
+    let to_client = quiche::RecvInfo {
+        from: to_server.to,
+        to: to_server.from,
+    };
+    (to_server, to_client)
+}
+
+/// The long-header packet type of datagram `d`'s first packet (0 Initial,
+/// 2 Handshake), or None for a short header.
+fn long_type(d: &[u8]) -> Option<u8> {
+    (d[0] & 0x80 != 0).then_some((d[0] >> 4) & 0x3)
 }
