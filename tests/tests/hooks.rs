@@ -1165,3 +1165,127 @@ fn recv_infos(pair: &Pair) -> (quiche::RecvInfo, quiche::RecvInfo) {
 fn long_type(d: &[u8]) -> Option<u8> {
     (d[0] & 0x80 != 0).then_some((d[0] >> 4) & 0x3)
 }
+
+/// The length of the first QUIC packet of datagram `d`, which starts with a
+/// long header (RFC 9000 §17.2).
+fn first_long_packet_len(d: &[u8]) -> usize {
+    let varint = |b: &[u8]| -> (u64, usize) {
+        let len = 1 << (b[0] >> 6);
+        let mut v = u64::from(b[0] & 0x3f);
+        for x in &b[1..len] {
+            v = (v << 8) | u64::from(*x);
+        }
+        (v, len)
+    };
+    let mut at = 5;
+    at += 1 + d[at] as usize; // DCID
+    at += 1 + d[at] as usize; // SCID
+    if (d[0] >> 4) & 0x3 == 0 {
+        let (token, n) = varint(&d[at..]);
+        at += n + token as usize;
+    }
+    let (len, n) = varint(&d[at..]);
+    at + n + len as usize
+}
+
+#[test]
+fn a_client_probes_with_backoff_until_its_handshake_completes() {
+    // Patch 0012. The server's Initial (ServerHello) arrives but all its
+    // Handshake data is lost. The client has nothing in flight once the
+    // server has acknowledged its Initial and its Handshake probes; RFC
+    // 9002 §6.2.2.1 then lets it fall silent and wait for the server's
+    // probe, which a server at its amplification limit (one that does not
+    // count Handshake packets as address validation) cannot send. The
+    // client must keep its probe timer until the handshake completes, and
+    // keep backing off through the server's ACKs (§6.2.1); once it
+    // completes, its lost Finished is probed without that backoff.
+    for algo in RECOVERIES {
+        let mut pair = recovery_pair(algo, None);
+        let mut buf = [0u8; 65535];
+        let (to_server, to_client) = recv_infos(&pair);
+        // A 50 ms RTT sample, so the probe intervals are easy to measure.
+        while let Ok((n, _)) = pair.client.send(&mut buf) {
+            pair.server.recv(&mut buf[..n], to_server).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        // Of the server's datagrams only Initial packets and small (ACK-only)
+        // Handshake packets arrive: its Handshake data is lost.
+        let mut initials = 0;
+        let mut server_to_client = |pair: &mut Pair, buf: &mut [u8]| {
+            while let Ok((n, _)) = pair.server.send(buf) {
+                let len = match long_type(&buf[..n]) {
+                    Some(0) => first_long_packet_len(&buf[..n]),
+                    Some(2) if n < 200 => n,
+                    _ => continue,
+                };
+                initials += usize::from(long_type(&buf[..n]) == Some(0));
+                pair.client.recv(&mut buf[..len], to_client).unwrap();
+            }
+        };
+        server_to_client(&mut pair, &mut buf);
+        assert!(!pair.client.is_established(), "{algo}");
+        // Rounds: the client's datagrams reach the server, the server's
+        // ACK-only answers reach the client, then the client's timer fires.
+        let mut intervals = Vec::new();
+        for round in 0..4 {
+            let mut probes = 0;
+            while let Ok((n, _)) = pair.client.send(&mut buf) {
+                probes += usize::from(long_type(&buf[..n]) == Some(2));
+                pair.server.recv(&mut buf[..n], to_server).unwrap();
+            }
+            if round > 0 {
+                assert!(probes > 0, "{algo}: round {round}: no Handshake probe");
+            }
+            server_to_client(&mut pair, &mut buf);
+            assert!(!pair.client.is_established(), "{algo}: no server data");
+            let now = Instant::now();
+            let t = pair.client.timeout_instant().expect("a client timer");
+            let wait = t.saturating_duration_since(now);
+            assert!(
+                wait < Duration::from_secs(10),
+                "{algo}: round {round}: the client waits {wait:?} (its idle timeout) \
+                 instead of probing"
+            );
+            intervals.push(wait);
+            std::thread::sleep(wait);
+            pair.client.on_timeout();
+        }
+        drop(server_to_client);
+        assert!(initials > 0, "{algo}: the server's Initial arrived");
+        for w in intervals[1..].windows(2) {
+            assert!(
+                w[1] >= w[0] * 3 / 2,
+                "{algo}: the probe backoff was reset: {intervals:?}"
+            );
+        }
+        // Now the server's packets all arrive: the client's next probe
+        // acknowledges its ACK-only packets, so the server finds its flight
+        // lost and sends it again. The client completes; its Finished is
+        // lost.
+        for _ in 0..4 {
+            while let Ok((n, _)) = pair.client.send(&mut buf) {
+                pair.server.recv(&mut buf[..n], to_server).unwrap();
+            }
+            while let Ok((n, _)) = pair.server.send(&mut buf) {
+                pair.client.recv(&mut buf[..n], to_client).unwrap();
+            }
+            if pair.client.is_established() {
+                break;
+            }
+            let t = pair.client.timeout_instant().expect("client timer");
+            std::thread::sleep(t.saturating_duration_since(Instant::now()));
+            pair.client.on_timeout();
+        }
+        assert!(pair.client.is_established(), "{algo}: the flight arrived");
+        while pair.client.send(&mut buf).is_ok() {}
+        let now = Instant::now();
+        let finished = pair.client.timeout_instant().expect("Finished probe");
+        let wait = finished.saturating_duration_since(now);
+        let last = *intervals.last().unwrap();
+        assert!(
+            wait * 2 <= last,
+            "{algo}: the lost Finished waits {wait:?}, the backoff of the stalled \
+             handshake ({intervals:?})"
+        );
+    }
+}
