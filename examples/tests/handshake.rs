@@ -183,5 +183,9 @@ fn the_rtt_cache_speeds_up_handshake_retransmission_and_learns_the_rtt() {
     assert_eq!(f[0], format!("127.0.0.1:{port}"));
     let us: u64 = f[1].parse().unwrap();
     assert!(us > 0 && us < 100_000, "loopback RTT {us} µs");
+
+    // The cache is a hint: a file that cannot be written only warns.
+    let unwritable = s.path("no-such-dir/rtt-cache");
+    fetch(&s, &url, &["--rtt-cache", unwritable.to_str().unwrap()]);
     srv.stop();
 }

@@ -497,12 +497,15 @@ impl Conn {
 
     /// Stores what the next connection to this server starts from: the
     /// session ticket (`session_file`) and the smoothed RTT (`rtt_cache`).
+    /// The RTT cache is only a hint, so failing to write it only warns.
     pub fn remember(&self, config: &ClientConfig) -> Result<(), String> {
-        if let Some(path) = &config.session_file {
-            self.save_session(path)?;
+        if let Some(path) = &config.rtt_cache {
+            if let Err(e) = self.save_rtt(path) {
+                eprintln!("warning: {e}");
+            }
         }
-        match &config.rtt_cache {
-            Some(path) => self.save_rtt(path),
+        match &config.session_file {
+            Some(path) => self.save_session(path),
             None => Ok(()),
         }
     }
