@@ -8,7 +8,8 @@
 //!
 //! Prints, per controller and loss rate, the utilisation of the offered
 //! capacity (median and min-max over three trace offsets), queue drops per
-//! 10 MB, the mean queue and, for hybrid, the share of time spent in its
+//! 10 MB, the mean queue, the 95th percentile of the per-packet queueing
+//! delay (median and min-max) and, for hybrid, the share of time spent in its
 //! competitive mode.
 
 use std::time::Duration;
@@ -62,8 +63,10 @@ fn main() {
         });
     let rtt = Duration::from_millis(40);
     println!("# {path}: RTT 40 ms, buffer {buffer_pkts} packets, {secs} s from offsets 0/40/80 s");
-    println!("| algo | loss | util median (min-max) | drops/10 MB | mean queue kB | competitive |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| algo | loss | util median (min-max) | drops/10 MB | mean queue kB | qdelay p95 ms | competitive |"
+    );
+    println!("|---|---|---|---|---|---|---|");
     for algo in ALGOS.into_iter().map(Some).chain([None]) {
         for p in [0.0, 0.02] {
             let mut runs = Vec::new();
@@ -83,13 +86,18 @@ fn main() {
             u.sort_by(f64::total_cmp);
             let drops: f64 = runs.iter().map(|r| r.queue_drops_per_10mb()).sum::<f64>() / 3.0;
             let q: f64 = runs.iter().map(|r| r.mean_queue_bytes).sum::<f64>() / 3.0 / 1e3;
+            let mut p95: Vec<f64> = runs
+                .iter()
+                .map(|r| r.queue_delay_quantile(0.95).as_secs_f64() * 1e3)
+                .collect();
+            p95.sort_by(f64::total_cmp);
             let comp: Vec<String> = runs
                 .iter()
                 .filter_map(|r| r.flows[0].mean_metric("competitive"))
                 .map(|c| format!("{:.0}%", c * 100.0))
                 .collect();
             println!(
-                "| {} | {:.0}% | {:.3} ({:.3}-{:.3}) | {:.0} | {:.1} | {} |",
+                "| {} | {:.0}% | {:.3} ({:.3}-{:.3}) | {:.0} | {:.1} | {:.0} ({:.0}-{:.0}) | {} |",
                 algo.map_or("hybrid-linear", Algo::name),
                 p * 100.0,
                 u[1],
@@ -97,6 +105,9 @@ fn main() {
                 u[2],
                 drops,
                 q,
+                p95[1],
+                p95[0],
+                p95[2],
                 if comp.is_empty() {
                     "-".to_string()
                 } else {

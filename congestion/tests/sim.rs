@@ -49,6 +49,28 @@ fn simulation_is_deterministic_and_seed_sensitive() {
 }
 
 #[test]
+fn queueing_delay_agrees_with_the_queue_and_the_buffer() {
+    // A loss-based flow keeps a one-BDP buffer (20 ms of queue at 20 Mbit/s)
+    // mostly full; the per-packet delays obey Little's law and the buffer.
+    let r = single(Algo::Cubic, 0.0, secs(20));
+    let rate_bytes_per_s = 20e6 / 8.0;
+    let from_queue = r.mean_queue_bytes / (r.utilisation * rate_bytes_per_s);
+    let mean = r.mean_queue_delay().as_secs_f64();
+    assert!(
+        (mean - from_queue).abs() < 0.1 * from_queue,
+        "mean delay {mean} s, queue / departure rate {from_queue} s"
+    );
+    let buffer_s = LinkConfig::bdp_buffer(20.0, ms(40)).buffer_bytes as f64 / rate_bytes_per_s;
+    let p95 = r.queue_delay_quantile(0.95).as_secs_f64();
+    let max = r.queue_delay_quantile(1.0).as_secs_f64();
+    assert!(
+        p95 > 0.3 * buffer_s && max <= buffer_s * 1.01,
+        "p95 {p95} s, max {max} s"
+    );
+    assert!(r.queue_delay_quantile(0.0) <= r.queue_delay_quantile(0.5));
+}
+
+#[test]
 fn bottleneck_conserves_packets() {
     let link = LinkConfig::bdp_buffer(20.0, ms(40)).with_loss(0.05, 0.0);
     let mut sim = Simulation::new(link);

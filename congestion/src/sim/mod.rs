@@ -326,6 +326,10 @@ pub struct SimReport {
     pub queue_drops: u64,
     /// Time-averaged queue occupancy in bytes (measurement interval).
     pub mean_queue_bytes: f64,
+    /// Per-packet queueing delay at the bottleneck (from joining the queue
+    /// to the start of its transmission) of every packet that began
+    /// service in the measurement interval, in microseconds, sorted.
+    pub queue_delays_us: Vec<u32>,
     /// Length of the measurement interval.
     pub measured: Duration,
 }
@@ -335,6 +339,24 @@ impl SimReport {
     pub fn queue_drops_per_10mb(&self) -> f64 {
         let bytes: u64 = self.flows.iter().map(|f| f.delivered_bytes).sum();
         self.queue_drops as f64 * 1e7 / (bytes.max(1) as f64)
+    }
+
+    /// The `q` quantile (0..=1) of the per-packet queueing delay; zero if
+    /// no packet was served.
+    pub fn queue_delay_quantile(&self, q: f64) -> Duration {
+        let d = &self.queue_delays_us;
+        if d.is_empty() {
+            return Duration::ZERO;
+        }
+        let i = ((d.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
+        Duration::from_micros(d[i] as u64)
+    }
+
+    /// Mean per-packet queueing delay; zero if no packet was served.
+    pub fn mean_queue_delay(&self) -> Duration {
+        let d = &self.queue_delays_us;
+        let sum: u64 = d.iter().map(|&v| v as u64).sum();
+        Duration::from_micros(sum / (d.len().max(1) as u64))
     }
 }
 
@@ -461,7 +483,11 @@ pub struct Simulation {
     seq: u64,
     heap: BinaryHeap<Scheduled>,
     flows: Vec<Flow>,
-    queue: VecDeque<(usize, u64, usize)>,
+    /// Queued packets: flow, packet number, bytes, time enqueued.
+    queue: VecDeque<(usize, u64, usize, Duration)>,
+    /// Queueing delay of each packet that began service while measuring,
+    /// in microseconds.
+    queue_delays_us: Vec<u32>,
     queue_bytes: usize,
     busy: bool,
     measure_from: Duration,
@@ -485,6 +511,7 @@ impl Simulation {
             heap: BinaryHeap::new(),
             flows: Vec::new(),
             queue: VecDeque::new(),
+            queue_delays_us: Vec::new(),
             queue_bytes: 0,
             busy: false,
             measure_from: Duration::ZERO,
@@ -680,6 +707,11 @@ impl Simulation {
             utilisation: self.departed_bytes as f64 / capacity,
             queue_drops: self.queue_drops_measured,
             mean_queue_bytes: self.queue_area / secs,
+            queue_delays_us: {
+                let mut d = std::mem::take(&mut self.queue_delays_us);
+                d.sort_unstable();
+                d
+            },
             measured,
         }
     }
@@ -793,7 +825,8 @@ impl Simulation {
     fn enqueue(&mut self, fi: usize, pkt: u64, bytes: usize) {
         if !self.busy {
             self.busy = true;
-            self.queue.push_back((fi, pkt, bytes));
+            self.queue.push_back((fi, pkt, bytes, self.now));
+            self.record_queue_delay(Duration::ZERO);
             let at = self.now + self.tx_time(bytes);
             self.schedule(at, Ev::LinkTxDone);
         } else if self.queue_bytes + bytes > self.link.buffer_bytes {
@@ -803,7 +836,15 @@ impl Simulation {
             }
         } else {
             self.queue_bytes += bytes;
-            self.queue.push_back((fi, pkt, bytes));
+            self.queue.push_back((fi, pkt, bytes, self.now));
+        }
+    }
+
+    /// Notes the queueing delay of a packet that begins service now.
+    fn record_queue_delay(&mut self, d: Duration) {
+        if self.measuring() {
+            self.queue_delays_us
+                .push(d.as_micros().min(u32::MAX as u128) as u32);
         }
     }
 
@@ -815,7 +856,7 @@ impl Simulation {
     }
 
     fn link_tx_done(&mut self) {
-        let (fi, pkt, bytes) = self.queue.pop_front().expect("link busy with a packet");
+        let (fi, pkt, bytes, _) = self.queue.pop_front().expect("link busy with a packet");
         if self.measuring() {
             self.departed_bytes += bytes as u64;
         }
@@ -828,8 +869,9 @@ impl Simulation {
                 bytes,
             },
         );
-        if let Some(&(_, _, b)) = self.queue.front() {
+        if let Some(&(_, _, b, enqueued)) = self.queue.front() {
             self.queue_bytes -= b;
+            self.record_queue_delay(self.now - enqueued);
             let at = self.now + self.tx_time(b);
             self.schedule(at, Ev::LinkTxDone);
         } else {
