@@ -298,7 +298,7 @@ impl Conn {
     pub fn fail_outstanding(&mut self) {
         let why = self.connection_error().unwrap_or_else(|| {
             let detail = match self.conn.peer_error() {
-                Some(e) => format!(" (server closed with code {:#x})", e.error_code),
+                Some(e) => format!(" (server closed: {})", super::outcome::describe_close(e)),
                 None if self.conn.is_timed_out() => " (idle timeout)".to_string(),
                 None => String::new(),
             };

@@ -111,6 +111,15 @@ impl Conn {
             ));
         }
         if !self.established {
+            if let Some(e) = self.conn.peer_error() {
+                return Some(Error::new(
+                    ErrorKind::Protocol,
+                    format!(
+                        "{peer} closed the connection during the handshake: {}",
+                        describe_close(e)
+                    ),
+                ));
+            }
             if self.stop.handshake_timeout && self.conn.stats().recv > 0 {
                 return Some(Error::new(
                     ErrorKind::Timeout,
@@ -139,7 +148,7 @@ impl Conn {
             }
             if !r.done {
                 let why = match self.conn.peer_error() {
-                    Some(e) => format!(" (server closed with code {:#x})", e.error_code),
+                    Some(e) => format!(" (server closed: {})", describe_close(e)),
                     None if self.conn.is_timed_out() => " (idle timeout)".to_string(),
                     None => String::new(),
                 };
@@ -162,6 +171,43 @@ impl Conn {
     }
 }
 
+/// A CONNECTION_CLOSE for people: the transport error's name (RFC 9000
+/// §20.1) or TLS alert, or the application's code, and the reason phrase.
+pub(super) fn describe_close(e: &quiche::ConnectionError) -> String {
+    const TRANSPORT: [&str; 17] = [
+        "NO_ERROR",
+        "INTERNAL_ERROR",
+        "CONNECTION_REFUSED",
+        "FLOW_CONTROL_ERROR",
+        "STREAM_LIMIT_ERROR",
+        "STREAM_STATE_ERROR",
+        "FINAL_SIZE_ERROR",
+        "FRAME_ENCODING_ERROR",
+        "TRANSPORT_PARAMETER_ERROR",
+        "CONNECTION_ID_LIMIT_ERROR",
+        "PROTOCOL_VIOLATION",
+        "INVALID_TOKEN",
+        "APPLICATION_ERROR",
+        "CRYPTO_BUFFER_EXCEEDED",
+        "KEY_UPDATE_ERROR",
+        "AEAD_LIMIT_REACHED",
+        "NO_VIABLE_PATH",
+    ];
+    let code = e.error_code;
+    let what = match (e.is_app, code) {
+        (true, _) => format!("application error {code:#x}"),
+        (false, 0x100..=0x1ff) => format!("TLS alert {} ({code:#x})", code - 0x100),
+        (false, _) => match TRANSPORT.get(code as usize) {
+            Some(name) => format!("{name} ({code:#x})"),
+            None => format!("transport error {code:#x}"),
+        },
+    };
+    match String::from_utf8_lossy(&e.reason) {
+        r if r.trim().is_empty() => what,
+        r => format!("{what}, \"{}\"", r.trim()),
+    }
+}
+
 /// Describes a TLS failure recorded on `conn` (crypto errors are transport
 /// errors 0x100–0x1ff carrying the TLS alert).
 fn tls_error(conn: &quiche::Connection) -> Option<String> {
@@ -177,4 +223,41 @@ fn tls_error(conn: &quiche::Connection) -> Option<String> {
     conn.peer_error()
         .and_then(alert)
         .map(|a| format!("server sent TLS alert {a}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe_close;
+
+    fn close(is_app: bool, error_code: u64, reason: &str) -> quiche::ConnectionError {
+        quiche::ConnectionError {
+            is_app,
+            error_code,
+            reason: reason.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn closes_are_named() {
+        assert_eq!(
+            describe_close(&close(false, 0xb, "")),
+            "INVALID_TOKEN (0xb)"
+        );
+        assert_eq!(
+            describe_close(&close(false, 0xa, " bad frame ")),
+            "PROTOCOL_VIOLATION (0xa), \"bad frame\""
+        );
+        assert_eq!(
+            describe_close(&close(false, 0x128, "")),
+            "TLS alert 40 (0x128)"
+        );
+        assert_eq!(
+            describe_close(&close(false, 0x11, "")),
+            "transport error 0x11"
+        );
+        assert_eq!(
+            describe_close(&close(true, 0x100, "")),
+            "application error 0x100"
+        );
+    }
 }
