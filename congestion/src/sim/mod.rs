@@ -1163,7 +1163,27 @@ pub enum Algo {
 }
 
 impl Algo {
-    /// Short name.
+    /// Every algorithm, in declaration order.
+    pub const ALL: [Algo; 11] = [
+        Algo::Aimd,
+        Algo::Cubic,
+        Algo::CubicRollback,
+        Algo::Ctcp,
+        Algo::CtcpCubic,
+        Algo::CtcpRoundMin,
+        Algo::Hybrid,
+        Algo::HybridYield,
+        Algo::VegasNc,
+        Algo::Bbr,
+        Algo::BbrAggressive,
+    ];
+
+    /// The algorithm called `name` (see [`Algo::name`]).
+    pub fn from_name(name: &str) -> Option<Algo> {
+        Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// Short name, as in the simulator's tables.
     pub fn name(self) -> &'static str {
         match self {
             Algo::Aimd => "aimd",

@@ -1,0 +1,81 @@
+//! Two flows on one bottleneck in the four start orders of
+//! `nc-experiment --compete` (together, each order; each flow 2 s ahead),
+//! five seeds each, with per-packet ACKs and with quiche-like ACKs: the
+//! simulator's view of docs/results.md §5.
+//!
+//! `cargo run -p congestion --example simcompete --release -- [A] [B]`
+//! (simulator names, default `hybrid cubic-rollback`; `cubic-rollback` is
+//! RFC 9438 CUBIC with quiche's rollback of small congestion events).
+//!
+//! 20 Mbit/s, RTT 40 ms, one-BDP buffer, 20 s per run, shares measured
+//! from 3 s. Prints A's rate over B's, median (min-max), and the time A
+//! spent in hybrid's competitive mode (when A is hybrid).
+
+use std::time::Duration;
+
+use congestion::sim::{AckPolicy, Algo, LinkConfig, Simulation};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let algo = |i: usize, default: Algo| match args.get(i) {
+        None => default,
+        Some(n) => Algo::from_name(n).unwrap_or_else(|| {
+            let names: Vec<&str> = Algo::ALL.iter().map(|a| a.name()).collect();
+            eprintln!("unknown algorithm {n}; one of {}", names.join(", "));
+            std::process::exit(2)
+        }),
+    };
+    let (a, b) = (algo(0, Algo::Hybrid), algo(1, Algo::CubicRollback));
+    let ms = Duration::from_millis;
+    println!(
+        "# {} / {}: 20 Mbit/s, 40 ms, BDP buffer, 20 s, 5 seeds",
+        a.name(),
+        b.name()
+    );
+    println!("| start | ACK every packet | quiche-like ACKs |");
+    println!("|---|---|---|");
+    let cells = [
+        ("together, A first", 0, 0, true),
+        ("together, B first", 0, 0, false),
+        ("A 2 s ahead", 0, 2000, true),
+        ("B 2 s ahead", 2000, 0, false),
+    ];
+    for (label, a_start, b_start, a_first) in cells {
+        let mut line = format!("| {label} |");
+        for quiche_acks in [false, true] {
+            let mut ratios = Vec::new();
+            let mut competitive = 0.0;
+            for seed in 1..=5u64 {
+                let mut link = LinkConfig::bdp_buffer(20.0, ms(40));
+                link.seed = seed;
+                let mut sim = Simulation::new(link);
+                // A few ms apart, so that seeds also move the start.
+                let mut fa = a.flow(ms(40)).starting_at(ms(a_start + seed * 7));
+                let mut fb = b.flow(ms(40)).starting_at(ms(b_start));
+                if quiche_acks {
+                    fa.acks = AckPolicy::quiche();
+                    fb.acks = AckPolicy::quiche();
+                }
+                let (ia, ib) = if a_first {
+                    sim.add_flow(fa);
+                    sim.add_flow(fb);
+                    (0, 1)
+                } else {
+                    sim.add_flow(fb);
+                    sim.add_flow(fa);
+                    (1, 0)
+                };
+                let r = sim.run(Duration::from_secs(20), Duration::from_secs(3));
+                ratios.push(r.flows[ia].throughput_bps / r.flows[ib].throughput_bps.max(1.0));
+                competitive += r.flows[ia].mean_metric("competitive").unwrap_or(0.0) / 5.0;
+            }
+            ratios.sort_by(f64::total_cmp);
+            line += &format!(" {:.2} ({:.2}-{:.2})", ratios[2], ratios[0], ratios[4]);
+            if a == Algo::Hybrid || a == Algo::HybridYield {
+                line += &format!(", competitive {:.0} %", competitive * 100.0);
+            }
+            line += " |";
+        }
+        println!("{line}");
+    }
+}
