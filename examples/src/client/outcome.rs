@@ -197,7 +197,7 @@ pub(super) fn describe_close(e: &quiche::ConnectionError) -> String {
     let what = match (e.is_app, code) {
         (true, _) => format!("application error {code:#x}"),
         (false, 0x100..=0x1ff) => format!("TLS alert {} ({code:#x})", code - 0x100),
-        (false, _) => match TRANSPORT.get(code as usize) {
+        (false, _) => match usize::try_from(code).ok().and_then(|i| TRANSPORT.get(i)) {
             Some(name) => format!("{name} ({code:#x})"),
             None => format!("transport error {code:#x}"),
         },
