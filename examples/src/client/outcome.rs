@@ -239,25 +239,20 @@ mod tests {
 
     #[test]
     fn closes_are_named() {
-        assert_eq!(
-            describe_close(&close(false, 0xb, "")),
-            "INVALID_TOKEN (0xb)"
-        );
-        assert_eq!(
-            describe_close(&close(false, 0xa, " bad frame ")),
-            "PROTOCOL_VIOLATION (0xa), \"bad frame\""
-        );
-        assert_eq!(
-            describe_close(&close(false, 0x128, "")),
-            "TLS alert 40 (0x128)"
-        );
-        assert_eq!(
-            describe_close(&close(false, 0x11, "")),
-            "transport error 0x11"
-        );
-        assert_eq!(
-            describe_close(&close(true, 0x100, "")),
-            "application error 0x100"
-        );
+        let cases = [
+            (false, 0xb, "", "INVALID_TOKEN (0xb)"),
+            (
+                false,
+                0xa,
+                " bad frame ",
+                "PROTOCOL_VIOLATION (0xa), \"bad frame\"",
+            ),
+            (false, 0x128, "", "TLS alert 40 (0x128)"),
+            (false, 0x11, "", "transport error 0x11"),
+            (true, 0x100, "", "application error 0x100"),
+        ];
+        for (is_app, code, reason, want) in cases {
+            assert_eq!(describe_close(&close(is_app, code, reason)), want);
+        }
     }
 }
