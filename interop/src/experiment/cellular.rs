@@ -15,6 +15,7 @@ use crate::experiment::bench::{
 };
 use crate::experiment::bench_options::TableKind;
 use crate::experiment::cellular_options::{CellularOptions, CELLULAR_ROWS, CELLULAR_STREAM_ROWS};
+use crate::experiment::cellular_saved::SavedRuns;
 use crate::experiment::cellular_targets::{check, BulkRuns};
 use crate::experiment::matrix::{prepare_rows, run_matrix};
 use crate::experiment::options::{fmt_secs, parse_rows, resolve_trace};
@@ -297,11 +298,34 @@ fn svg_name(started: &str, trace: &str) -> String {
 pub fn run_cellular(c: &CellularOptions, work: &Path, certs: &Path) -> Result<u8, String> {
     let traces = load_traces(c)?;
     let plans = plan(c, &traces)?;
-    for p in &plans {
-        prepare_rows(&p.plan.opts)?;
-    }
+    let saved = if c.from.is_empty() {
+        for p in &plans {
+            prepare_rows(&p.plan.opts)?;
+        }
+        None
+    } else {
+        Some(SavedRuns::load(&c.from)?)
+    };
     let started = utc_stamp(SystemTime::now());
     let mut doc = header(c, &started, &traces, &plans);
+    if let Some(s) = &saved {
+        doc += &format!(
+            "Rebuilt from the runs saved in {}{}.\n\n",
+            c.from
+                .iter()
+                .map(|f| format!("`{}`", f.display()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if s.replaced > 0 {
+                format!(
+                    " ({} replaced by a later report)",
+                    plural(s.replaced, "run")
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
     print!("{doc}");
     let mut done: Vec<CellularTable> = Vec::new();
     let mut svgs: Vec<(String, String)> = Vec::new();
@@ -314,13 +338,30 @@ pub fn run_cellular(c: &CellularOptions, work: &Path, certs: &Path) -> Result<u8
             p.plan.opts.buffer
         ));
         let o = &p.plan.opts;
-        let results = run_matrix(o, &work.join(&tag), certs, &format!("{tag} "));
+        let mut took_s = None;
+        let results = match &saved {
+            None => run_matrix(o, &work.join(&tag), certs, &format!("{tag} ")),
+            Some(s) => {
+                let t = s.table(&p.trace, p.plan.kind, o)?;
+                if !t.missing.is_empty() {
+                    let note = format!(
+                        "{}: no saved run for {}\n\n",
+                        p.plan.title,
+                        t.missing.join(", ")
+                    );
+                    eprint!("nc-experiment: {note}");
+                    doc += &note;
+                }
+                took_s = Some(t.took_s);
+                t.runs
+            }
+        };
         let cs = cells(&results, &o.rows, &o.loss, o.reference_row());
         let t = CellularTable {
             trace: p.trace.clone(),
             table: TableResult {
                 plan: p.plan.clone(),
-                took_s: t0.elapsed().as_secs_f64(),
+                took_s: took_s.unwrap_or_else(|| t0.elapsed().as_secs_f64()),
                 results,
                 cells: cs,
             },

@@ -55,6 +55,13 @@ coded+hybrid (row hybrid) gets >= 0.9 x the goodput of the best other row at
   --tables LIST        bulk, stream or both (default bulk,stream)
   --out DIR            where the JSON, markdown and SVG go (default results)
   --per-run            also print every table's individual runs
+  --from LIST          run nothing: rebuild the tables, target check and plots
+                       from the runs saved in these reports (OUT/bench-cellular-
+                       TIME.json), for the traces, buffers, losses, rows and runs
+                       of the other options; a later report's run replaces an
+                       earlier one's (same row, loss and index). Puts rows
+                       measured in separate invocations side by side; their
+                       trace offsets must match --trace-offsets
   --rtt, --loss-position, --seed, --spin, --no-realtime, --idle-timeout,
   --bin-dir, --linkem, --quinn-peer, --quic-go-peer, --keep: as for the matrix
                        (the traces replace --rate, --buffers --buffer)
@@ -62,7 +69,9 @@ coded+hybrid (row hybrid) gets >= 0.9 x the goodput of the best other row at
 examples:
   nc-experiment bench-cellular                               # everything (2.5-3 h)
   nc-experiment bench-cellular --traces Verizon-LTE-short --buffers 100p \\
-      --loss 0 --runs 1 --duration 10s --rows hybrid,hybrid+nc=off  # smoke test";
+      --loss 0 --runs 1 --duration 10s --rows hybrid,hybrid+nc=off  # smoke test
+  nc-experiment bench-cellular --buffers 1000p --tables bulk \\
+      --from results/bench-cellular-A.json,results/bench-cellular-B.json";
 
 /// Traces of the benchmark (names in the trace directory).
 pub const CELLULAR_TRACES: &str = "Verizon-LTE-short,TMobile-LTE-short";
@@ -105,6 +114,8 @@ pub struct CellularOptions {
     pub rows: Option<Vec<String>>,
     /// Output directory.
     pub out: PathBuf,
+    /// `--from`: rebuild the tables from these reports instead of running.
+    pub from: Vec<PathBuf>,
 }
 
 /// Comma-separated, non-empty, without repeats.
@@ -147,6 +158,7 @@ pub fn parse_cellular(
         stream_rate: "2mbit".into(),
         rows: None,
         out: PathBuf::from("results"),
+        from: Vec::new(),
     };
     let mut loss_given = false;
     let own = |c: &mut CellularOptions, name: &str, v: String| -> Result<bool, String> {
@@ -190,6 +202,7 @@ pub fn parse_cellular(
                     .collect::<Result<_, _>>()?;
             }
             "--out" => c.out = PathBuf::from(v),
+            "--from" => c.from = list(name, &v)?.into_iter().map(PathBuf::from).collect(),
             _ => return Ok(false),
         }
         Ok(true)
@@ -237,6 +250,7 @@ mod tests {
         assert_eq!(c.stream_rate, "2mbit");
         assert_eq!(c.rows, None);
         assert_eq!(c.out, PathBuf::from("results"));
+        assert!(c.from.is_empty());
         assert!(c.base.markdown);
         assert_eq!(c.base.rtt, Duration::from_millis(40));
         assert_eq!(c.base.linkem, PathBuf::from("/x/linkem"));
@@ -244,7 +258,8 @@ mod tests {
         let c = parse(
             "--trace-dir /t --traces a,/p/b --buffers 50p,200kB --loss 0 --loss 5% --runs 4 \
              --trace-offsets 0,1m --duration 10s --stream-rate 1mbit --rows hybrid,quinn:bbr \
-             --reference quinn:bbr --tables stream --out /o --seed 9 --rtt 100ms --per-run",
+             --reference quinn:bbr --tables stream --out /o --seed 9 --rtt 100ms --per-run \
+             --from a.json,/r/b.json",
         )
         .unwrap();
         assert_eq!(c.trace_dir, PathBuf::from("/t"));
@@ -259,6 +274,10 @@ mod tests {
         assert_eq!(c.base.reference.as_deref(), Some("quinn:bbr"));
         assert_eq!(c.tables, [TableKind::Stream]);
         assert_eq!((c.base.seed, c.base.per_run), (9, true));
+        assert_eq!(
+            c.from,
+            [PathBuf::from("a.json"), PathBuf::from("/r/b.json")]
+        );
         assert!(
             parse_cellular(["--help".to_string()].into_iter(), Path::new("/x"))
                 .unwrap()
@@ -282,6 +301,7 @@ mod tests {
             "--rows hybrid --reference cubic",
             "--trace-down f",
             "--bogus 1",
+            "--from a.json,a.json",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }

@@ -26,6 +26,7 @@
 //! * [`targets`]: the `bench-e2e` target check.
 //! * [`bench`](mod@bench): the `bench-e2e` tables.
 //! * [`cellular_targets`]: the `bench-cellular` target check.
+//! * [`cellular_saved`]: `bench-cellular --from`, runs read back from reports.
 //! * [`scatter`]: SVG scatter plots.
 //! * [`cellular`]: the `bench-cellular` tables and plots.
 
@@ -33,6 +34,7 @@ pub mod bench;
 pub mod bench_options;
 pub mod cellular;
 pub mod cellular_options;
+pub mod cellular_saved;
 pub mod cellular_targets;
 pub mod command;
 pub mod emulator;
