@@ -3,9 +3,10 @@
 //! five seeds each, with per-packet ACKs and with quiche-like ACKs: the
 //! simulator's view of docs/results.md §5.
 //!
-//! `cargo run -p congestion --example simcompete --release -- [A] [B]`
+//! `cargo run -p congestion --example simcompete --release -- [A] [B] [SEEDS]`
 //! (simulator names, default `hybrid cubic-rollback`; `cubic-rollback` is
-//! RFC 9438 CUBIC with quiche's rollback of small congestion events).
+//! RFC 9438 CUBIC with quiche's rollback of small congestion events;
+//! SEEDS runs per cell, default 5).
 //!
 //! 20 Mbit/s, RTT 40 ms, one-BDP buffer, 20 s per run, shares measured
 //! from 3 s. Prints A's rate over B's, median (min-max), and the time A
@@ -26,9 +27,17 @@ fn main() {
         }),
     };
     let (a, b) = (algo(0, Algo::Hybrid), algo(1, Algo::CubicRollback));
+    let seeds: u64 = match args.get(2).map(|n| n.parse()) {
+        None => 5,
+        Some(Ok(n)) if n > 0 => n,
+        Some(_) => {
+            eprintln!("SEEDS must be a positive integer");
+            std::process::exit(2)
+        }
+    };
     let ms = Duration::from_millis;
     println!(
-        "# {} / {}: 20 Mbit/s, 40 ms, BDP buffer, 20 s, 5 seeds",
+        "# {} / {}: 20 Mbit/s, 40 ms, BDP buffer, 20 s, {seeds} seeds",
         a.name(),
         b.name()
     );
@@ -45,7 +54,7 @@ fn main() {
         for quiche_acks in [false, true] {
             let mut ratios = Vec::new();
             let mut competitive = 0.0;
-            for seed in 1..=5u64 {
+            for seed in 1..=seeds {
                 let mut link = LinkConfig::bdp_buffer(20.0, ms(40));
                 link.seed = seed;
                 let mut sim = Simulation::new(link);
@@ -67,10 +76,16 @@ fn main() {
                 };
                 let r = sim.run(Duration::from_secs(20), Duration::from_secs(3));
                 ratios.push(r.flows[ia].throughput_bps / r.flows[ib].throughput_bps.max(1.0));
-                competitive += r.flows[ia].mean_metric("competitive").unwrap_or(0.0) / 5.0;
+                competitive += r.flows[ia].mean_metric("competitive").unwrap_or(0.0) / seeds as f64;
             }
             ratios.sort_by(f64::total_cmp);
-            line += &format!(" {:.2} ({:.2}-{:.2})", ratios[2], ratios[0], ratios[4]);
+            let n = ratios.len();
+            let median = if n % 2 == 1 {
+                ratios[n / 2]
+            } else {
+                (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0
+            };
+            line += &format!(" {median:.2} ({:.2}-{:.2})", ratios[0], ratios[n - 1]);
             if a == Algo::Hybrid || a == Algo::HybridYield {
                 line += &format!(", competitive {:.0} %", competitive * 100.0);
             }

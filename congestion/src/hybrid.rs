@@ -181,6 +181,22 @@ pub struct HybridConfig {
     /// that for a competitor and, in the mode, filled a 1000-packet buffer
     /// (docs/congestion.md §3.2, item 11). Zero disables it.
     pub competitive_recheck: Duration,
+    /// A recheck due waits, up to 16 round trips (sRTT, at most 2 RTTmin
+    /// each), until no loss is being recovered and the queue is between
+    /// 0.4 and 0.85 of its peak in the last `queue_range_window`. Near the
+    /// peak a loss-based competitor is about to overflow and back off, or a
+    /// varying link's capacity has just dropped, and the probe would meet
+    /// what follows: the bottom of the competitor's sawtooth (which a flow
+    /// that joined behind its standing queue takes for RTTmin, so it reads
+    /// "alone"), or a queue left by the drop that outlasts the decision
+    /// (read "held": alone on a deep buffer the flow then stays in the mode
+    /// and fills it). Low in the range, the competitor has just backed off.
+    /// It does not wait when this flow backed off two or more round trips
+    /// ago, within that window, and the queue has stayed above 0.7 of its
+    /// peak since: the overflow there brought no dip (a competitor that
+    /// keeps the buffer full, as quiche's CUBIC rolling back small
+    /// congestion events does).
+    pub competitive_recheck_timing: bool,
     /// Reciprocity in the competitive mode: a congestion event is answered
     /// only while this flow has not backed off this many times more than
     /// the other flows have since the mode began; otherwise it is skipped
@@ -295,6 +311,7 @@ impl Default for HybridConfig {
             competitive_max_random_loss: 0.002,
             competitive_restart: true,
             competitive_recheck: Duration::from_secs(5),
+            competitive_recheck_timing: true,
             competitive_reciprocity: 1,
             friendly_increase: true,
             drain_probe_after: 8,
@@ -464,6 +481,14 @@ pub struct Hybrid {
     overflow_at: Option<Instant>,
     /// The recheck in progress ([`HybridConfig::competitive_recheck`]).
     recheck: Option<Recheck>,
+    /// Smallest queueing delay since this flow's last backoff (was the
+    /// overflow there followed by a dip? see
+    /// [`HybridConfig::competitive_recheck_timing`]).
+    queue_low_since_backoff: Option<Duration>,
+    /// A recheck due, waiting for its moment
+    /// ([`HybridConfig::competitive_recheck_timing`]): since when, and
+    /// whether the mode is yet to be entered.
+    recheck_due: Option<(Instant, bool)>,
     /// When the competitive mode was entered or last rechecked.
     rechecked_at: Option<Instant>,
     /// The window to enter the competitive mode with: what CUBIC's
@@ -563,6 +588,8 @@ impl Hybrid {
             last_backoff_at: None,
             overflow_at: None,
             recheck: None,
+            recheck_due: None,
+            queue_low_since_backoff: None,
             rechecked_at: None,
             own_cuts: 0,
             their_cuts: 0,
@@ -1032,6 +1059,7 @@ impl Hybrid {
         self.reciprocity_on_backoff(now, before);
         self.backoff_beta = beta;
         self.last_backoff_at = Some(now);
+        self.queue_low_since_backoff = None;
         self.ramp = 1.0;
         self.round_queued = true;
         self.queue_since = None;
@@ -1312,6 +1340,7 @@ impl Controller for Hybrid {
             self.cwnd = self.cfg.common.min_window();
             self.slow_start = true;
             self.recheck = None;
+            self.recheck_due = None;
             self.drain_check = None;
             self.entry_window = None;
             self.ramp = 1.0;

@@ -759,3 +759,89 @@ fn hybrid_rechecks_the_competitive_mode_on_a_varying_link() {
         "{shared:?} vs {shared_without:?}"
     );
 }
+
+/// The recheck's timing ([`HybridConfig::competitive_recheck_timing`]).
+/// Alone on the Verizon LTE trace (60 s from three offsets, 1000-packet
+/// buffer, 40 ms), a recheck that starts at the queue's peak, where a
+/// capacity drop has just left a queue, finds it held and keeps the flow in
+/// the competitive mode, whose CUBIC-like growth fills the deep buffer;
+/// waiting for the middle of the queue's recent range keeps it out. Against
+/// CUBIC the mode still engages. Skipped without the public traces
+/// (`../shared/traces`, or `QNC_TRACE_DIR`).
+#[test]
+fn hybrid_times_its_recheck_away_from_the_queue_peak() {
+    use congestion::sim::RateSchedule;
+    use congestion::{CommonConfig, Hybrid, HybridConfig};
+    let dir = std::env::var("QNC_TRACE_DIR")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces").into());
+    let path = std::path::Path::new(&dir).join("Verizon-LTE-short.down");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        eprintln!("skipped: {} not found (set QNC_TRACE_DIR)", path.display());
+        return;
+    };
+    let opportunities: Vec<u64> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+    let schedule = RateSchedule::from_opportunities(&opportunities, 1500, ms(1)).unwrap();
+    let hybrid = |timing: bool| {
+        let common = CommonConfig::default();
+        let h = Hybrid::new(HybridConfig {
+            common,
+            competitive_recheck_timing: timing,
+            ..Default::default()
+        });
+        let mut f = FlowSpec::new("hybrid", Box::new(h), ms(40))
+            .paced()
+            .with_coding(CodingModel::full());
+        f.mss = common.mss;
+        f
+    };
+    // Per offset: (utilisation, p95 queueing delay, time in the mode).
+    let alone = |timing: bool| -> Vec<(f64, Duration, f64)> {
+        [0u64, 40, 80]
+            .into_iter()
+            .enumerate()
+            .map(|(i, offset)| {
+                let mut link = LinkConfig::bdp_buffer(10.0, ms(40)).with_ack_jitter(ms(10));
+                link.seed = i as u64 + 1;
+                link.buffer_bytes = 1000 * CommonConfig::default().mss;
+                let mut sim = Simulation::new(link);
+                sim.with_rate_schedule(schedule.shifted(secs(offset)));
+                sim.add_flow(hybrid(timing));
+                let r = sim.run(secs(60), Duration::ZERO);
+                let comp = r.flows[0].mean_metric("competitive").unwrap_or(0.0);
+                (r.utilisation, r.queue_delay_quantile(0.95), comp)
+            })
+            .collect()
+    };
+    let (with, without) = (alone(true), alone(false));
+    let vs_cubic = pair(
+        hybrid(true),
+        Algo::Cubic.flow(ms(40)),
+        LinkConfig::bdp_buffer(20.0, ms(40)),
+        secs(30),
+        secs(10),
+    );
+    let shared = (
+        ratio(&vs_cubic),
+        vs_cubic.flows[0].mean_metric("competitive").unwrap_or(0.0),
+    );
+    eprintln!(
+        "alone (utilisation, p95 queueing delay, time in the mode): with {with:.3?}, \
+         without {without:.3?}; vs CUBIC (share ratio, time in the mode): {shared:.2?}"
+    );
+    let mode = |v: &[(f64, Duration, f64)]| v.iter().map(|r| r.2).sum::<f64>();
+    let worst_p95 = |v: &[(f64, Duration, f64)]| v.iter().map(|r| r.1).max().unwrap();
+    assert!(mode(&without) > 0.2, "{without:?}");
+    assert!(
+        mode(&with) < mode(&without) / 4.0,
+        "{with:?} vs {without:?}"
+    );
+    assert!(
+        worst_p95(&with) < worst_p95(&without) / 4,
+        "{with:?} vs {without:?}"
+    );
+    for (w, wo) in with.iter().zip(&without) {
+        assert!(w.0 >= wo.0 - 0.05, "{with:?} vs {without:?}");
+    }
+    assert!(shared.1 > 0.5, "{shared:?}");
+    assert!((0.7..=1.43).contains(&shared.0), "{shared:?}");
+}

@@ -1129,6 +1129,62 @@ fn hybrid_enters_competitive_mode_only_when_its_backoff_leaves_the_queue() {
     assert!(!d.cc.competitive());
 }
 
+/// The recheck's timing ([`HybridConfig::competitive_recheck_timing`]).
+/// After the backoff at 170 ms the queue dips (the competitor backed off
+/// at the same overflow) and refills to its 40 ms peak; the recheck, due
+/// at the end of the watch (970 ms), waits while the queue is at the peak
+/// or near the bottom, and starts once it is between 0.4 and 0.85 of the
+/// peak, or after 16 round trips. Without a dip it starts at once.
+#[test]
+fn hybrid_starts_its_recheck_away_from_the_queue_peak() {
+    let with_dip = || {
+        let (mut d, mut t) = hybrid_in_ca(HybridConfig::default());
+        hybrid_feed(&mut d, &mut t, 230, 44);
+        (d, t)
+    };
+    let (mut d, mut t) = with_dip();
+    hybrid_feed(&mut d, &mut t, 1300, 80);
+    assert_eq!(d.cc.stats().competitive_rechecks, 0, "started at the peak");
+    assert!(!d.cc.competitive());
+    // 20 ms of queue: half the peak. The probe still meets it: the mode.
+    hybrid_feed(&mut d, &mut t, 1320, 60);
+    assert_eq!(d.cc.stats().competitive_rechecks, 1);
+    hybrid_feed(&mut d, &mut t, 1600, 60);
+    assert!(d.cc.competitive());
+    assert_eq!(d.cc.stats().competitive_entries, 1);
+
+    // Near the bottom of the sawtooth (4 ms, a tenth of the peak) it waits
+    // too: the probe would read it as "alone".
+    let (mut d, mut t) = with_dip();
+    hybrid_feed(&mut d, &mut t, 1150, 80);
+    hybrid_feed(&mut d, &mut t, 1300, 44);
+    assert_eq!(d.cc.stats().competitive_rechecks, 0);
+    assert_eq!(d.cc.stats().competitive_cleared, 0);
+
+    // At the peak throughout: it starts 16 round trips (1.28 s) after it
+    // was due, and finds the queue held.
+    let (mut d, mut t) = with_dip();
+    hybrid_feed(&mut d, &mut t, 2240, 80);
+    assert_eq!(d.cc.stats().competitive_rechecks, 0);
+    hybrid_feed(&mut d, &mut t, 2260, 80);
+    assert_eq!(d.cc.stats().competitive_rechecks, 1);
+    hybrid_feed(&mut d, &mut t, 2600, 80);
+    assert!(d.cc.competitive());
+
+    // No dip after the overflow (a competitor that keeps the buffer full):
+    // it starts when due.
+    let (mut d, mut t) = hybrid_in_ca(HybridConfig::default());
+    hybrid_feed(&mut d, &mut t, 1000, 80);
+    assert_eq!(d.cc.stats().competitive_rechecks, 1);
+
+    // A timeout while it waits drops it.
+    let (mut d, mut t) = with_dip();
+    hybrid_feed(&mut d, &mut t, 1100, 80);
+    d.cc.on_retransmission_timeout(true);
+    hybrid_feed(&mut d, &mut t, 2600, 80);
+    assert_eq!(d.cc.stats().competitive_rechecks, 0);
+}
+
 #[test]
 fn hybrid_drain_probe_trims_a_standing_queue_without_loss() {
     let (mut d, mut t) = hybrid_in_ca(HybridConfig::default());

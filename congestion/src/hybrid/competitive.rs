@@ -34,6 +34,15 @@ const RECIPROCITY_STAYS: f64 = 0.85;
 /// (quiche's CUBIC does not roll such an event back).
 const RECIPROCITY_MAX_LOSS: f64 = 0.2;
 
+/// A recheck due starts once the queue is between these fractions of its
+/// recent peak ([`HybridConfig::competitive_recheck_timing`]), ...
+const RECHECK_BAND: (f64, f64) = (0.4, 0.85);
+/// ... or has stayed above this fraction since this flow's last backoff
+/// (no dip after the overflow there), ...
+const RECHECK_LEVEL: f64 = 0.7;
+/// ... or after this many round trips (sRTT, at most 2 RTTmin each).
+const RECHECK_WAIT_RTTS: u32 = 16;
+
 /// A recheck of the competitive mode: the window is cut to the measured
 /// bandwidth-delay product; do this flow's packets sent after the cut
 /// still meet a queue?
@@ -174,6 +183,43 @@ impl Hybrid {
         }
     }
 
+    /// A recheck is due: started now, or with
+    /// [`HybridConfig::competitive_recheck_timing`] once the queue is in
+    /// [`RECHECK_BAND`] of its recent peak.
+    fn request_recheck(&mut self, now: Instant, entering: bool) {
+        if self.cfg.competitive_recheck_timing {
+            // A recheck already waiting keeps its start: a new watch that
+            // ends while it waits must not restart the wait.
+            let since = self.recheck_due.map_or(now, |(t, _)| t);
+            self.recheck_due = Some((since, entering));
+        } else {
+            self.start_recheck(now, entering);
+        }
+    }
+
+    /// Whether a recheck due may start now: the queueing delay is within
+    /// [`RECHECK_BAND`] of the largest seen in the last
+    /// `queue_range_window` (with no queue seen in that window at all,
+    /// there is nothing to wait for), or it stayed above [`RECHECK_LEVEL`]
+    /// of it since this flow's last backoff, two or more round trips ago.
+    fn recheck_moment(&self, now: Instant) -> bool {
+        let (Some(q), Some(min), Some(max)) = (
+            self.queueing_delay(),
+            self.rtt_min.get(),
+            self.rtt_recent_max.get(),
+        ) else {
+            return true;
+        };
+        let peak = Duration::from_secs_f64(max).saturating_sub(min);
+        let level = self.last_backoff_at.is_some_and(|t| {
+            let ago = now.saturating_duration_since(t);
+            ago >= self.srtt * 2 && ago <= self.cfg.queue_range_window
+        }) && self
+            .queue_low_since_backoff
+            .is_some_and(|low| low >= peak.mul_f64(RECHECK_LEVEL));
+        level || (q >= peak.mul_f64(RECHECK_BAND.0) && q <= peak.mul_f64(RECHECK_BAND.1))
+    }
+
     /// Starts a recheck ([`HybridConfig::competitive_recheck`]): cuts the
     /// window to the measured bandwidth-delay product and freezes it until
     /// the packets sent from now on tell whether the queue drains. The
@@ -192,6 +238,9 @@ impl Hybrid {
         // not read the queue it drains as another flow's, and a drain probe
         // must not count the queue seen before it.
         self.last_backoff_at = Some(now);
+        // A drain watch begun by a backoff while the recheck waited for its
+        // moment: the recheck is the stronger test.
+        self.drain_check = None;
         self.queue_full_at = None;
         self.queue_since = None;
         self.cut_watch = None;
@@ -277,15 +326,39 @@ impl Hybrid {
                     c.min_excess.unwrap_or_default() > threshold && self.random_loss_free()
                 };
                 if held && !self.competitive {
-                    self.entry_window = Some(c.window_before * self.cfg.competitive_beta);
+                    // While a recheck waits, the first watch's window stays
+                    // (the window before the first overflow).
+                    let w = c.window_before * self.cfg.competitive_beta;
+                    self.entry_window = Some(match (self.recheck_due, self.entry_window) {
+                        (Some(_), Some(old)) => old.max(w),
+                        _ => w,
+                    });
                     if self.cfg.competitive_recheck.is_zero() || self.slow_start {
                         self.enter_competitive(ev.now);
                     } else {
-                        self.start_recheck(ev.now, true);
+                        self.request_recheck(ev.now, true);
                     }
                 } else {
                     self.competitive = held;
                 }
+            }
+        }
+        if ev.rtt_updated {
+            if let Some(q) = self.queueing_delay() {
+                self.queue_low_since_backoff =
+                    Some(self.queue_low_since_backoff.map_or(q, |l| l.min(q)));
+            }
+        }
+        if let Some((since, entering)) = self.recheck_due {
+            let min = self.rtt_min.get().unwrap_or(self.srtt);
+            let wait = self.srtt.min(min * 2) * RECHECK_WAIT_RTTS;
+            let waited = ev.now.saturating_duration_since(since) >= wait;
+            if !entering && !self.competitive {
+                // The mode was left meanwhile (a probe's watch).
+                self.recheck_due = None;
+            } else if waited || (!self.send.in_recovery() && self.recheck_moment(ev.now)) {
+                self.recheck_due = None;
+                self.start_recheck(ev.now, entering);
             }
         }
         if let Some(mut r) = self.recheck {
@@ -310,12 +383,13 @@ impl Hybrid {
             && !self.cfg.competitive_recheck.is_zero()
             && !self.slow_start
             && self.drain_check.is_none()
+            && self.recheck_due.is_none()
             && !self.send.in_recovery()
             && self
                 .rechecked_at
                 .is_none_or(|t| ev.now.saturating_duration_since(t) >= self.cfg.competitive_recheck)
         {
-            self.start_recheck(ev.now, false);
+            self.request_recheck(ev.now, false);
         }
         // Leave the mode once the queue has stayed empty for a while
         // (four smoothed RTTs): a momentary drain, when both flows back
@@ -329,6 +403,7 @@ impl Hybrid {
                 && !self.slow_start
                 && self.drain_check.is_none()
                 && self.recheck.is_none()
+                && self.recheck_due.is_none()
                 && !self.send.in_recovery()
                 && self.random_loss_free()
                 && ev.now.saturating_duration_since(since) >= persist
@@ -344,6 +419,7 @@ impl Hybrid {
                 && ev.now.saturating_duration_since(since) >= hold
             {
                 self.competitive = false;
+                self.recheck_due = self.recheck_due.filter(|&(_, entering)| entering);
             }
         }
         if self.competitive
