@@ -27,6 +27,16 @@ fn ratio(r: &SimReport) -> f64 {
     r.flows[0].throughput_bps / r.flows[1].throughput_bps
 }
 
+/// A paced, coded hybrid flow with `cfg` (its `common` sets the MSS).
+fn coded_hybrid(cfg: congestion::HybridConfig, rtt: Duration) -> FlowSpec {
+    let mss = cfg.common.mss;
+    let mut f = FlowSpec::new("hybrid", Box::new(congestion::Hybrid::new(cfg)), rtt)
+        .paced()
+        .with_coding(CodingModel::full());
+    f.mss = mss;
+    f
+}
+
 fn single(algo: Algo, p: f64, dur: Duration) -> SimReport {
     let link = LinkConfig::bdp_buffer(20.0, ms(40)).with_loss(p, p);
     let mut sim = Simulation::new(link);
@@ -610,7 +620,7 @@ fn cubic_with_rollback_reproduces_the_emulated_link() {
 #[test]
 fn hybrid_ramp_tracks_capacity_swings_under_random_loss() {
     use congestion::sim::RateSchedule;
-    use congestion::{CommonConfig, Hybrid, HybridConfig};
+    use congestion::{CommonConfig, HybridConfig};
     let run = |ramp: f64, p: f64| {
         let rtt = ms(40);
         let mut link = LinkConfig::bdp_buffer(20.0, rtt).with_loss(p, p);
@@ -618,16 +628,14 @@ fn hybrid_ramp_tracks_capacity_swings_under_random_loss() {
         link.buffer_bytes = 100 * common.mss;
         let mut sim = Simulation::new(link);
         sim.with_rate_schedule(RateSchedule::square(20_000_000, 4_000_000, secs(4)).unwrap());
-        let h = Hybrid::new(HybridConfig {
-            common,
-            ramp,
-            ..Default::default()
-        });
-        let mut f = FlowSpec::new("hybrid", Box::new(h), rtt)
-            .paced()
-            .with_coding(CodingModel::full());
-        f.mss = common.mss;
-        sim.add_flow(f);
+        sim.add_flow(coded_hybrid(
+            HybridConfig {
+                common,
+                ramp,
+                ..Default::default()
+            },
+            rtt,
+        ));
         sim.run(secs(40), secs(4)).utilisation
     };
     let default = HybridConfig::default().ramp;
@@ -648,24 +656,20 @@ fn hybrid_ramp_tracks_capacity_swings_under_random_loss() {
 /// link (0.983, the same as without).
 #[test]
 fn hybrid_backs_off_with_others_on_a_shallow_buffer() {
-    use congestion::{CommonConfig, Hybrid, HybridConfig};
+    use congestion::HybridConfig;
     let link = || {
         let mut link = LinkConfig::bdp_buffer(20.0, ms(40));
         link.buffer_bytes = (20e6 / 8.0 * 0.004) as usize;
         link
     };
     let hybrid = |sympathetic_range: f64| {
-        let common = CommonConfig::default();
-        let h = Hybrid::new(HybridConfig {
-            common,
-            sympathetic_range,
-            ..Default::default()
-        });
-        let mut f = FlowSpec::new("hybrid", Box::new(h), ms(40))
-            .paced()
-            .with_coding(CodingModel::full());
-        f.mss = common.mss;
-        f
+        coded_hybrid(
+            HybridConfig {
+                sympathetic_range,
+                ..Default::default()
+            },
+            ms(40),
+        )
     };
     // CUBIC starts at different offsets (the link is loss-free, so the
     // start is what varies between runs); sorted ratios.
@@ -706,19 +710,15 @@ fn hybrid_backs_off_with_others_on_a_shallow_buffer() {
 #[test]
 fn hybrid_rechecks_the_competitive_mode_on_a_varying_link() {
     use congestion::sim::RateSchedule;
-    use congestion::{CommonConfig, Hybrid, HybridConfig};
+    use congestion::{CommonConfig, HybridConfig};
     let hybrid = |recheck: Duration| {
-        let common = CommonConfig::default();
-        let h = Hybrid::new(HybridConfig {
-            common,
-            competitive_recheck: recheck,
-            ..Default::default()
-        });
-        let mut f = FlowSpec::new("hybrid", Box::new(h), ms(40))
-            .paced()
-            .with_coding(CodingModel::full());
-        f.mss = common.mss;
-        f
+        coded_hybrid(
+            HybridConfig {
+                competitive_recheck: recheck,
+                ..Default::default()
+            },
+            ms(40),
+        )
     };
     let alone = |recheck: Duration| {
         let mut link = LinkConfig::bdp_buffer(20.0, ms(40));
@@ -771,7 +771,7 @@ fn hybrid_rechecks_the_competitive_mode_on_a_varying_link() {
 #[test]
 fn hybrid_times_its_recheck_away_from_the_queue_peak() {
     use congestion::sim::RateSchedule;
-    use congestion::{CommonConfig, Hybrid, HybridConfig};
+    use congestion::{CommonConfig, HybridConfig};
     let dir = std::env::var("QNC_TRACE_DIR")
         .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces").into());
     let path = std::path::Path::new(&dir).join("Verizon-LTE-short.down");
@@ -782,17 +782,13 @@ fn hybrid_times_its_recheck_away_from_the_queue_peak() {
     let opportunities: Vec<u64> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
     let schedule = RateSchedule::from_opportunities(&opportunities, 1500, ms(1)).unwrap();
     let hybrid = |timing: bool| {
-        let common = CommonConfig::default();
-        let h = Hybrid::new(HybridConfig {
-            common,
-            competitive_recheck_timing: timing,
-            ..Default::default()
-        });
-        let mut f = FlowSpec::new("hybrid", Box::new(h), ms(40))
-            .paced()
-            .with_coding(CodingModel::full());
-        f.mss = common.mss;
-        f
+        coded_hybrid(
+            HybridConfig {
+                competitive_recheck_timing: timing,
+                ..Default::default()
+            },
+            ms(40),
+        )
     };
     // Per offset: (utilisation, p95 queueing delay, time in the mode).
     let alone = |timing: bool| -> Vec<(f64, Duration, f64)> {
