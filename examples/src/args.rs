@@ -219,7 +219,7 @@ pub struct ClientArgs {
     #[arg(long, value_name = "N")]
     pub upload_bytes: Option<u64>,
 
-    /// Write the per-chunk delivery delays of a /stream/ response to FILE
+    /// Write the per-chunk delivery delays of a /stream/ or /stamped/ response to FILE
     /// (CSV: chunk, delay_ms).
     #[arg(long, value_name = "FILE")]
     pub delay_log: Option<PathBuf>,

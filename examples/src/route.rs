@@ -16,8 +16,9 @@ pub enum Route {
     File(PathBuf, u64),
     /// `n` bytes of the synthetic pattern.
     Bytes(u64),
-    /// `/stream/<rate>/<duration>`: stamped chunks at a constant rate
-    /// ([`crate::stream`]).
+    /// `/stream/<rate>/<duration>`: stamped chunks at a constant rate, or
+    /// `/stamped/<n>`: `n` bytes of stamped chunks as fast as the transport
+    /// takes them ([`crate::stream`]).
     Stream(crate::stream::Schedule),
     /// Nothing there (404).
     NotFound,
@@ -54,6 +55,13 @@ pub fn resolve(root: &Path, raw: &str) -> Route {
             _ => Route::BadRequest(
                 "/stream/<rate>/<duration> needs a rate like 8mbit and a duration like 20s",
             ),
+        };
+    }
+    if let ["stamped", n] = segments.as_slice() {
+        return match parse_count(n) {
+            Some(n) if n <= MAX_SYNTHETIC_BYTES => Route::Stream(crate::stream::Schedule::bulk(n)),
+            Some(_) => Route::BadRequest("/stamped/<n> is capped at 10 GB"),
+            None => Route::BadRequest("/stamped/<n> needs a decimal count"),
         };
     }
     if let ["bytes", n] = segments.as_slice() {
@@ -162,6 +170,18 @@ mod tests {
             other => panic!("{other:?}"),
         }
         for p in ["/stream/8mbit", "/stream/x/20s", "/stream/8mbit/20"] {
+            assert!(!matches!(resolve(&r, p), Route::Stream(_)), "{p}");
+        }
+        assert_eq!(
+            resolve(&r, "/stamped/3000"),
+            Route::Stream(crate::stream::Schedule::bulk(3000))
+        );
+        for p in [
+            "/stamped/10000000001",
+            "/stamped/x",
+            "/stamped/",
+            "/stamped/1/2",
+        ] {
             assert!(!matches!(resolve(&r, p), Route::Stream(_)), "{p}");
         }
     }

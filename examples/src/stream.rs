@@ -3,6 +3,14 @@
 //! time it was due, and the client's measure of per-chunk delivery delay (the
 //! time the application reads a chunk minus its stamp).
 //!
+//! `/stamped/<n>` is the bulk form: `n` bytes of chunks (the last one
+//! shorter unless `n` is a multiple of [`CHUNK`], and then not measured)
+//! handed over as fast as the congestion window lets them leave (the
+//! server's `bulk_budget`), each chunk stamped when the transport accepts
+//! its first byte, so the delay measured is the bulk transfer's in-order
+//! delivery delay: the wait for the window, the path (queueing included)
+//! and the receiver's wait for missing data (head-of-line blocking).
+//!
 //! A chunk is [`CHUNK`] bytes: the time it was due (its place in the
 //! constant-rate schedule, which is when a live source would have produced
 //! it; the time a chunk waits in the server because the transport cannot
@@ -73,26 +81,59 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
 pub struct Schedule {
     /// Number of chunks.
     pub chunks: u64,
-    /// Time between two chunks.
+    /// Time between two chunks; zero for a bulk body ([`Schedule::bulk`]).
     pub interval: Duration,
+    /// Bytes of the last chunk (1..=[`CHUNK`]).
+    pub last: usize,
 }
 
 impl Schedule {
+    /// A bulk body of `bytes` bytes: no due times, every chunk is stamped
+    /// when the transport takes it.
+    pub fn bulk(bytes: u64) -> Schedule {
+        Schedule {
+            chunks: bytes.div_ceil(CHUNK as u64),
+            interval: Duration::ZERO,
+            last: match (bytes % CHUNK as u64) as usize {
+                0 => CHUNK,
+                r => r,
+            },
+        }
+    }
+
+    /// Bytes of chunk `seq`.
+    pub fn chunk_len(&self, seq: u64) -> usize {
+        if seq + 1 == self.chunks {
+            self.last
+        } else {
+            CHUNK
+        }
+    }
+
+    /// Whether this is a bulk body (no due times).
+    pub fn is_bulk(&self) -> bool {
+        self.interval.is_zero()
+    }
+
     /// The schedule of `duration` at `rate_bps` (at least one chunk).
     pub fn new(rate_bps: u64, duration: Duration) -> Schedule {
         let per_sec = rate_bps as f64 / 8.0 / CHUNK as f64;
         Schedule {
             chunks: ((per_sec * duration.as_secs_f64()).round() as u64).max(1),
             interval: Duration::from_secs_f64(1.0 / per_sec),
+            last: CHUNK,
         }
     }
 
     /// Body length in bytes.
     pub fn len(&self) -> u64 {
-        self.chunks * CHUNK as u64
+        match self.chunks {
+            0 => 0,
+            n => (n - 1) * CHUNK as u64 + self.last as u64,
+        }
     }
 
-    /// Whether the body is empty (never: at least one chunk).
+    /// Whether the body is empty (a rate schedule has at least one chunk).
     pub fn is_empty(&self) -> bool {
         self.chunks == 0
     }
@@ -236,6 +277,14 @@ mod tests {
         for bad in ["20", "0s", "-1s", "2h", "99999s"] {
             assert_eq!(parse_duration(bad), None, "{bad}");
         }
+        let b = Schedule::bulk(2_401);
+        assert!(b.is_bulk() && !Schedule::new(8_000_000, Duration::from_secs(1)).is_bulk());
+        assert_eq!((b.chunks, b.len()), (3, 2_401));
+        assert_eq!((b.chunk_len(1), b.chunk_len(2)), (CHUNK, 1));
+        assert_eq!(Schedule::bulk(2_400).len(), 2_400);
+        assert_eq!(Schedule::bulk(2_400).chunk_len(1), CHUNK);
+        assert!(Schedule::bulk(0).is_empty());
+        assert_eq!(Schedule::bulk(0).len(), 0);
         let s = Schedule::new(8_000_000, Duration::from_secs(20));
         assert_eq!(s.chunks, 16_667);
         assert!((s.interval.as_secs_f64() - 0.0012).abs() < 1e-9);

@@ -332,3 +332,27 @@ fn stream_resource_reports_delivery_delay() {
     let csv = std::fs::read_to_string(log).unwrap();
     assert_eq!(csv.lines().count(), 314);
 }
+
+#[test]
+fn stamped_bulk_reports_in_order_delivery_delay() {
+    let s = setup("stamped");
+    let srv = Server::start(&s, &["--stats-json"]);
+    let r = relay(srv.port, "bernoulli:0.05", 16);
+    let o = client(&s, &["--json", &url(&r, "/stamped/1000001")]);
+    r.stop();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let c = json_lines(&o).remove(0);
+    // Exactly the bytes asked for; the short last chunk is not measured.
+    assert_eq!(c["bytes"], 1_000_001);
+    let d = &c["delivery"];
+    assert_eq!(d["chunks"], 833, "{d}");
+    assert_eq!(d["out_of_order"], 0, "{d}");
+    let (p50, p99) = (d["p50_ms"].as_f64().unwrap(), d["p99_ms"].as_f64().unwrap());
+    // At least the one-way propagation delay (5 ms), ordered, and no
+    // longer than the whole download.
+    let total_ms = c["duration_s"].as_f64().unwrap() * 1e3;
+    assert!(
+        p50 >= 5.0 && p50 <= p99 && p99 <= total_ms,
+        "{d} in {total_ms} ms"
+    );
+}

@@ -538,6 +538,12 @@ impl FlowSpec {
         self.stack != Stack::Ngtcp2
     }
 
+    /// Whether this flow's server answers `GET /stamped/N` (ours and the
+    /// quinn peer).
+    pub fn serves_stamped(&self) -> bool {
+        matches!(self.stack, Stack::Quiche | Stack::Quinn)
+    }
+
     /// Where a client that saves the body puts it, given its `out_dir`.
     pub fn downloaded_file(&self, out_dir: &Path) -> Option<PathBuf> {
         (self.stack == Stack::Ngtcp2).then(|| out_dir.join(NGTCP2_FILE))

@@ -287,6 +287,38 @@ fn streaming_rows_report_delivery_delays() {
 }
 
 #[test]
+fn stamped_bulk_rows_report_in_order_delivery_delays() {
+    let dir = bin_dir("stamped");
+    let json = dir.join("out.json");
+    let out = Command::new(RUNNER)
+        .args(["--bin-dir", dir.to_str().unwrap(), "--linkem", LINKEM])
+        .args(["--rows", "hybrid,hybrid+nc=off", "--loss", "0", "--stamped"])
+        .args(["--size", "240000", "--runs", "2", "--rtt", "20ms"])
+        .args(["--markdown", "--timeout", "10"])
+        .args(["--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("# GET /stamped/240000"), "{stdout}");
+    let v = json_file(&json);
+    for r in v["results"].as_array().unwrap() {
+        assert_eq!(r["outcome"], "ok", "{r}");
+        assert_eq!(r["bytes"], 240000, "{r}");
+        assert!(r["delivery"]["chunks"].as_u64().unwrap() > 0, "{r}");
+        // One-way: 10 ms of propagation at least.
+        assert!(r["delivery"]["p50_ms"].as_f64().unwrap() >= 9.0, "{r}");
+    }
+    assert_eq!(v["cells"][0]["delay_p99_ms"]["n"], 2);
+    assert!(
+        stdout.contains("| delivery p50 ms | delivery p95 ms | delivery p99 ms |"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn bench_e2e_subset_writes_tables_targets_and_json() {
     let dir = bin_dir("bench");
     let out_dir = dir.join("results");

@@ -196,11 +196,12 @@ impl ServerConn {
     fn push_responses(&mut self, pattern: &Pattern) {
         let Some(h3c) = self.h3.as_mut() else { return };
         let conn = &mut self.conn;
+        let mut budget = super::response::bulk_budget(conn);
         self.requests.retain(|sid, r| {
             let Some(resp) = r.response.as_mut() else {
                 return true;
             };
-            match resp.pump(h3c, conn, *sid, pattern) {
+            match resp.pump(h3c, conn, *sid, pattern, &mut budget) {
                 Ok(Pump::Blocked) => true,
                 Ok(Pump::Done) => false,
                 Err(_) => {

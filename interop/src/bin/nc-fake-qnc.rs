@@ -9,9 +9,10 @@
 //! if set), `nostart` (server exits before printing its address), `slow`
 //! (server sends at about 0.8 Mbit/s, so runs hit a short cap).
 //!
-//! Paths: `/bytes/N`, and `/stream/RATE/DURATION` (RATE·DURATION/8 bytes
-//! sent at RATE). Every datagram carries its offset and the server's send
-//! time; for streams the client reports the per-datagram delay (receive −
+//! Paths: `/bytes/N`, `/stamped/N` (the same, measured), and
+//! `/stream/RATE/DURATION` (RATE·DURATION/8 bytes sent at RATE). Every
+//! datagram carries its offset and the server's send time; for streams and
+//! stamped bodies the client reports the per-datagram delay (receive −
 //! send time) as qnc-client's `delivery` object. The client honours
 //! `--timeout` like qnc-client (JSON line with the bytes so far, then
 //! `error: timed out ...`, exit 1). Unless `--nc off`, the server's line
@@ -63,10 +64,13 @@ fn now_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// `bytes/N` → (N, pause between datagrams); `stream/RATE/DUR` → its size
-/// and the pause that sends it at RATE.
+/// `bytes/N`, `stamped/N` → (N, pause between datagrams); `stream/RATE/DUR`
+/// → its size and the pause that sends it at RATE.
 fn resource(path: &str) -> Option<(u64, Option<Duration>)> {
-    if let Some(n) = path.strip_prefix("bytes/") {
+    if let Some(n) = path
+        .strip_prefix("bytes/")
+        .or_else(|| path.strip_prefix("stamped/"))
+    {
         return n.parse().ok().map(|n| (n, None));
     }
     let (rate, dur) = path.strip_prefix("stream/")?.split_once('/')?;
@@ -163,7 +167,7 @@ fn client(args: &[String]) {
     let (host, path) = rest.split_once('/').unwrap_or_else(|| fail("bad url"));
     let addr: SocketAddr = host.parse().unwrap_or_else(|_| fail("bad host"));
     let (size, _) = resource(path).unwrap_or_else(|| fail("bad path"));
-    let stream = path.starts_with("stream/");
+    let stream = path.starts_with("stream/") || path.starts_with("stamped/");
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap_or_else(|e| fail(&e.to_string()));
     sock.set_read_timeout(Some(Duration::from_millis(100))).ok();
     let start = Instant::now();

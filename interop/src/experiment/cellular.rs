@@ -126,6 +126,9 @@ pub fn plan(c: &CellularOptions, traces: &[TraceInfo]) -> Result<Vec<CellularPla
                             None => parse_rows(CELLULAR_ROWS)?,
                         };
                         o.size = tr.bulk_size;
+                        // Stamped chunks: the table adds the in-order
+                        // delivery delay (quinn's server has them too).
+                        o.stamped = true;
                         o.timeout = c.duration;
                         format!(
                             "{}: bulk for {} s, buffer {buffer}",
@@ -522,7 +525,7 @@ mod tests {
                 "quinn:bbr"
             ]
         );
-        assert_eq!(bulk.path(), "/bytes/88982500");
+        assert_eq!(bulk.path(), "/stamped/88982500");
         assert_eq!(bulk.timeout, Duration::from_secs(60));
         assert_eq!(bulk.runs, 3);
         assert_eq!(bulk.trace_down, Some(PathBuf::from("/t/V.down")));

@@ -46,6 +46,10 @@ rows (flow specs, comma-separated): [STACK:]CC[+nc=POLICY|off][+mode=full][+wind
   --size BYTES       download size, GET /bytes/N (default 5MB)
   --stream RATE/DUR  instead: GET /stream/RATE/DUR (e.g. 8mbit/20s), reporting
                      per-chunk delivery delays
+  --stamped          GET /stamped/N instead of /bytes/N: the same download in
+                     stamped chunks, adding the in-order delivery delay
+                     (p50/p95/p99) to the table; stacks without /stamped/
+                     (all but ours and quinn) still get /bytes/N
   --direct           no linkem: the client talks to the server on loopback
                      (no loss, no rate limit; for CPU cost)
   --rate R           bottleneck rate both ways (default 20mbit)
@@ -116,6 +120,8 @@ pub struct Options {
     pub size: u64,
     /// `RATE/DURATION` of `/stream/RATE/DURATION`, instead of `/bytes/N`.
     pub stream: Option<String>,
+    /// `/stamped/N` instead of `/bytes/N` where the row's server has it.
+    pub stamped: bool,
     /// No linkem: the client talks to the server directly.
     pub direct: bool,
     /// Rate in bit/s.
@@ -175,12 +181,23 @@ pub struct Options {
 }
 
 impl Options {
-    /// The request path: `/bytes/<size>` or `/stream/<RATE/DURATION>`.
+    /// The request path: `/bytes/<size>`, `/stamped/<size>` or
+    /// `/stream/<RATE/DURATION>`.
     pub fn path(&self) -> String {
         match &self.stream {
             Some(s) => format!("/stream/{s}"),
+            None if self.stamped => format!("/stamped/{}", self.size),
             None => format!("/bytes/{}", self.size),
         }
+    }
+
+    /// The request path for a flow of `spec`: [`Options::path`], but
+    /// `/bytes/<size>` for `--stamped` when its server has no `/stamped/`.
+    pub fn path_for(&self, spec: &FlowSpec) -> String {
+        if self.stamped && self.stream.is_none() && !spec.serves_stamped() {
+            return format!("/bytes/{}", self.size);
+        }
+        self.path()
     }
 
     /// How long after the cap the runner waits before killing a client
@@ -292,6 +309,7 @@ pub(crate) fn defaults(exe_dir: &Path) -> Options {
         loss: parse_loss_list(DEFAULT_LOSS).expect("valid default losses"),
         size: 5_000_000,
         stream: None,
+        stamped: false,
         direct: false,
         rate_bps: 20_000_000,
         rtt: Duration::from_millis(40),
@@ -382,8 +400,9 @@ pub(crate) struct ArgIter<I: Iterator<Item = String>> {
     it: I,
 }
 
-const BOOL_FLAGS: [&str; 6] = [
+const BOOL_FLAGS: [&str; 7] = [
     "--markdown",
+    "--stamped",
     "--keep",
     "--no-realtime",
     "--per-run",
@@ -581,6 +600,7 @@ pub fn parse_matrix(
     let own = |o: &mut Options, name: &str, v: String| -> Result<bool, String> {
         match name {
             "--direct" => o.direct = true,
+            "--stamped" => o.stamped = true,
             "--trace-down" => o.trace_down = Some(existing_file(name, &v)?),
             "--trace-up" => o.trace_up = Some(existing_file(name, &v)?),
             "--trace" => {
@@ -643,8 +663,8 @@ pub fn parse_matrix(
         if rows_given {
             return Err("--rows/--cc and --compete are exclusive".into());
         }
-        if o.stream.is_some() || o.direct {
-            return Err("--stream and --direct do not apply to --compete".into());
+        if o.stream.is_some() || o.direct || o.stamped {
+            return Err("--stream, --stamped and --direct do not apply to --compete".into());
         }
         o.rows = pair.clone();
         o.reference = None;
@@ -671,6 +691,9 @@ pub fn parse_matrix(
         return Err("--stagger needs --compete".into());
     } else if !o.flow_rtt.is_empty() {
         return Err("--flow-rtt needs --compete".into());
+    }
+    if o.stamped && o.stream.is_some() {
+        return Err("--stamped and --stream are exclusive".into());
     }
     if offsets_given && !o.traced() {
         return Err("--trace-offsets needs --trace, --trace-down or --trace-up".into());
@@ -780,6 +803,16 @@ mod tests {
         assert_eq!(o.reference_row(), Some("cubic+nc=off"));
         let o = parse("--stream 8mbit/20s --rows hybrid");
         assert_eq!(o.path(), "/stream/8mbit/20s");
+        let o = parse("--stamped --size 3MB");
+        assert_eq!(o.path(), "/stamped/3000000");
+        for (row, path) in [
+            ("hybrid", "/stamped/3000000"),
+            ("quinn:bbr", "/stamped/3000000"),
+            ("quic-go:cubic", "/bytes/3000000"),
+            ("ngtcp2:cubic", "/bytes/3000000"),
+        ] {
+            assert_eq!(o.path_for(&FlowSpec::parse(row).unwrap()), path, "{row}");
+        }
         let o = parse("--direct --rows hybrid,hybrid+nc=off");
         assert!(o.direct);
         assert_eq!(o.loss.len(), 1);
@@ -795,6 +828,7 @@ mod tests {
             "--rows hybrid --reference cubic",
             "--stream 8mbit",
             "--stream 8mbit/0s",
+            "--stamped --stream 1mbit/1s",
             "--direct --loss 5%",
             "--timeout 0",
         ] {
@@ -890,6 +924,7 @@ mod tests {
             "--compete hybrid,ngtcp2:vegas",
             "--compete hybrid,foo:cubic",
             "--compete a,b --stream 1mbit/1s",
+            "--compete a,b --stamped",
             "--flow-rtt 40,80",
             "--compete a,b --flow-rtt 40",
             "--compete a,b --flow-rtt 40,20",

@@ -290,7 +290,7 @@ fn run_inner(
     let mut cmd: Command = spec.client_command(
         tools,
         &target,
-        &opts.path(),
+        &opts.path_for(spec),
         &out_dir,
         certs,
         cap.as_secs_f64(),

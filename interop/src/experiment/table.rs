@@ -10,7 +10,8 @@
 //! With a capacity trace (`traced`), the efficiency column is labelled
 //! `util` (goodput / offered capacity) and the tables add the link
 //! utilisation and the down bottleneck's queue delay (mean and p95); the
-//! streaming table also the p95 delivery delay.
+//! streaming table also the p95 delivery delay. A bulk table whose runs
+//! measured delivery delays (`--stamped`) ends with their p50, p95 and p99.
 
 use crate::experiment::options::Options;
 use crate::experiment::run::{Outcome, RunResult};
@@ -203,6 +204,10 @@ pub fn format_cells(cells: &[Cell], layout: Layout, markdown: bool, traced: bool
         }
         head.extend(["link util", "qdelay mean ms", "qdelay p95 ms"].map(String::from));
     }
+    let delivery_cols = layout == Layout::Bulk && cells.iter().any(|c| c.delay_p50_ms.is_some());
+    if delivery_cols {
+        head.extend(["delivery p50 ms", "delivery p95 ms", "delivery p99 ms"].map(String::from));
+    }
     let mut table: Vec<Vec<String>> = vec![head];
     for c in cells {
         let s = |x: &Option<Summary>, p: usize| fmt_summary(x.as_ref(), p);
@@ -265,6 +270,13 @@ pub fn format_cells(cells: &[Cell], layout: Layout, markdown: bool, traced: bool
                 s(&c.utilisation, 3),
                 s(&c.qdelay_mean_ms, 1),
                 s(&c.qdelay_p95_ms, 1),
+            ]);
+        }
+        if delivery_cols {
+            row.extend([
+                s(&c.delay_p50_ms, 1),
+                s(&c.delay_p95_ms, 1),
+                s(&c.delay_p99_ms, 1),
             ]);
         }
         table.push(row);
@@ -591,16 +603,41 @@ mod tests {
             "{}",
             l[0]
         );
+        // Runs with delivery delays (a stamped bulk) add them last.
         assert!(
-            l[0].ends_with("| link util | qdelay mean ms | qdelay p95 ms |"),
+            l[0].ends_with(
+                "| link util | qdelay mean ms | qdelay p95 ms \
+                 | delivery p50 ms | delivery p95 ms | delivery p99 ms |"
+            ),
             "{}",
             l[0]
         );
         assert_eq!(l[0].matches('|').count(), l[1].matches('|').count());
+        assert_eq!(l[0].matches('|').count(), l[2].matches('|').count());
         assert!(
-            l[2].ends_with("| 0.850 | 20.0 (15.0–25.0) | 40.0 (30.0–50.0) |"),
+            l[2].ends_with(
+                "| 0.850 | 20.0 (15.0–25.0) | 40.0 (30.0–50.0) | 0.0 | 120.0 (90.0–150.0) | 0.0 |"
+            ),
             "{}",
             l[2]
+        );
+        let unstamped: Vec<RunResult> = results
+            .iter()
+            .map(|r| RunResult {
+                delivery: None,
+                ..r.clone()
+            })
+            .collect();
+        let cs2 = cells(
+            &unstamped,
+            &["hybrid".to_string()],
+            &[LossCase::parse("0").unwrap()],
+            None,
+        );
+        let t2 = format_cells(&cs2, Layout::Bulk, true, true);
+        assert!(
+            t2.lines().next().unwrap().ends_with("| qdelay p95 ms |"),
+            "{t2}"
         );
         let stream = format_cells(&cs, Layout::Stream, true, true);
         assert!(stream.contains("| p50 ms | p95 ms | p99 ms |"), "{stream}");

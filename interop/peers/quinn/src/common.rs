@@ -1,5 +1,6 @@
 //! What the server and the client share: the QUIC transport settings, TLS
-//! with rustls' ring provider, the `/bytes/N` pattern and JSON output.
+//! with rustls' ring provider, the `/bytes/N` pattern, the `/stamped/N`
+//! chunks and JSON output.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -382,11 +383,46 @@ impl Pattern {
     }
 }
 
+/// Bytes of one `/stamped/N` chunk (qnc-server's `stream::CHUNK`).
+pub const STAMP_CHUNK: usize = 1200;
+
+/// Nanoseconds of the host's monotonic clock (`CLOCK_MONOTONIC`), the clock
+/// of qnc-server's stamps and of the client that reads them.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer and
+    // CLOCK_MONOTONIC is always available on Linux.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Chunk `seq` of a `/stamped/N` body, in qnc-server's format: the stamp
+/// `stamp_ns` (8 bytes, big endian), the sequence number (4 bytes, big
+/// endian), then letters; `len` bytes of it (the last chunk of a body is
+/// shorter unless N is a multiple of [`STAMP_CHUNK`]).
+pub fn stamped_chunk(seq: u64, stamp_ns: u64, len: usize) -> Bytes {
+    let mut c = vec![0u8; STAMP_CHUNK];
+    c[..8].copy_from_slice(&stamp_ns.to_be_bytes());
+    c[8..12].copy_from_slice(&(seq as u32).to_be_bytes());
+    for (i, b) in c[12..].iter_mut().enumerate() {
+        *b = b'a' + ((seq as usize + i) % 26) as u8;
+    }
+    c.truncate(len);
+    Bytes::from(c)
+}
+
 /// What to answer for a request path.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Route {
     /// N bytes of the pattern.
     Bytes(u64),
+    /// N bytes of stamped chunks (`/stamped/N`).
+    Stamped(u64),
     /// 400 with a reason.
     BadRequest(&'static str),
     /// 404.
@@ -407,16 +443,27 @@ pub fn route(path: &str) -> Route {
     if segs.contains(&"..") {
         return Route::BadRequest("'..' is not allowed in paths");
     }
-    match segs.as_slice() {
-        ["bytes", n] => {
-            if n.is_empty() || n.len() > 20 || !n.bytes().all(|b| b.is_ascii_digit()) {
-                return Route::BadRequest("/bytes/<n> needs a decimal count");
-            }
-            match n.parse::<u64>() {
-                Ok(n) if n <= MAX_BYTES => Route::Bytes(n),
-                _ => Route::BadRequest("/bytes/<n> is capped at 10 GB"),
-            }
+    // A decimal count: Ok(n), Err(true) above 10 GB, Err(false) malformed.
+    let count = |n: &str| -> Result<u64, bool> {
+        if n.is_empty() || n.len() > 20 || !n.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(false);
         }
+        n.parse::<u64>()
+            .ok()
+            .filter(|&n| n <= MAX_BYTES)
+            .ok_or(true)
+    };
+    match segs.as_slice() {
+        ["bytes", n] => match count(n) {
+            Ok(n) => Route::Bytes(n),
+            Err(true) => Route::BadRequest("/bytes/<n> is capped at 10 GB"),
+            Err(false) => Route::BadRequest("/bytes/<n> needs a decimal count"),
+        },
+        ["stamped", n] => match count(n) {
+            Ok(n) => Route::Stamped(n),
+            Err(true) => Route::BadRequest("/stamped/<n> is capped at 10 GB"),
+            Err(false) => Route::BadRequest("/stamped/<n> needs a decimal count"),
+        },
         _ => Route::NotFound,
     }
 }
@@ -473,6 +520,17 @@ mod tests {
     }
 
     #[test]
+    fn stamped_chunks_have_qnc_servers_format() {
+        let c = stamped_chunk(7, 0x0102_0304_0506_0708, STAMP_CHUNK);
+        assert_eq!(c.len(), STAMP_CHUNK);
+        assert_eq!(stamped_chunk(7, 0, 5).len(), 5);
+        assert_eq!(&c[..12], &[1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 7]);
+        assert_eq!(c[12], b'a' + 7);
+        let (a, b) = (monotonic_ns(), monotonic_ns());
+        assert!(a > 0 && b >= a);
+    }
+
+    #[test]
     fn routes() {
         assert_eq!(route("/bytes/0"), Route::Bytes(0));
         assert_eq!(route("/bytes/1000000"), Route::Bytes(1_000_000));
@@ -489,6 +547,10 @@ mod tests {
             assert!(matches!(route(bad), Route::BadRequest(_)), "{bad}");
         }
         assert_eq!(route("/bytes/"), Route::NotFound);
+        assert_eq!(route("/stamped/2401"), Route::Stamped(2401));
+        for bad in ["/stamped/10000000001", "/stamped/x"] {
+            assert!(matches!(route(bad), Route::BadRequest(_)), "{bad}");
+        }
         assert_eq!(route("/"), Route::NotFound);
         assert_eq!(route("/index.html"), Route::NotFound);
     }

@@ -1,5 +1,6 @@
-//! `quinn-peer server`: HTTP/3 `GET /bytes/N` (and the files of `--root`)
-//! over quinn, one JSON line of transport statistics per closed connection.
+//! `quinn-peer server`: HTTP/3 `GET /bytes/N`, `GET /stamped/N` (and the
+//! files of `--root`) over quinn, one JSON line of transport statistics per
+//! closed connection.
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -14,7 +15,10 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::task::JoinSet;
 
 use crate::args::ServerArgs;
-use crate::common::{endpoint, file_under, json_str, route, server_config, Pattern, Route};
+use crate::common::{
+    endpoint, file_under, json_str, monotonic_ns, route, server_config, stamped_chunk, Pattern,
+    Route, SEND_WINDOW, STAMP_CHUNK,
+};
 
 type H3Conn = h3_quinn::Connection;
 
@@ -132,7 +136,7 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>) {
                 let mut streams = JoinSet::new();
                 // Ends when the client goes away (an error) or sends GOAWAY.
                 while let Ok(Some(resolver)) = h3conn.accept().await {
-                    streams.spawn(request(resolver, shared.clone()));
+                    streams.spawn(request(resolver, conn.clone(), shared.clone()));
                 }
                 while streams.join_next().await.is_some() {}
                 // Pending forever: the connection's end decides.
@@ -188,6 +192,8 @@ fn stats_json(conn: &quinn::Connection, peer: SocketAddr, dur: Duration, cc: &st
 enum Body {
     /// N bytes of the pattern.
     Pattern(u64),
+    /// N bytes of stamped chunks (`/stamped/N`).
+    Stamped(u64),
     /// An open file of this length.
     File(std::fs::File, u64),
     /// A short text (a line).
@@ -198,6 +204,7 @@ enum Body {
 fn body_for(path: &str, shared: &Shared) -> (StatusCode, Body) {
     match route(path) {
         Route::Bytes(n) => (StatusCode::OK, Body::Pattern(n)),
+        Route::Stamped(n) => (StatusCode::OK, Body::Stamped(n)),
         Route::BadRequest(why) => (StatusCode::BAD_REQUEST, Body::Msg(why)),
         Route::NotFound => {
             let file = shared.root.as_deref().and_then(|r| file_under(r, path));
@@ -217,8 +224,44 @@ fn body_for(path: &str, shared: &Shared) -> (StatusCode, Body) {
 /// Largest chunk of a file handed to the stream at once.
 const FILE_CHUNK: usize = 64 * 1024;
 
+/// Writes `n` bytes of stamped chunks, each stamped just before it is handed
+/// to quinn. qnc-server's quiche takes no more than its congestion window
+/// has room for, so its stamps are the time a chunk could go out; quinn
+/// buffers up to its send window (32 MB here), so while the body is
+/// written the send window follows the congestion window (it bounds the
+/// data sent and not yet acknowledged, buffered or in flight). A chunk
+/// that waits for room was stamped before the wait: the stamps are early
+/// by at most the time between two ACKs that free room.
+async fn send_stamped(
+    stream: &mut h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>,
+    conn: &quinn::Connection,
+    n: u64,
+) -> bool {
+    let mut ok = true;
+    let chunk = STAMP_CHUNK as u64;
+    for seq in 0..n.div_ceil(chunk) {
+        let window = conn.stats().path.cwnd.max(2 * chunk);
+        conn.set_send_window(window);
+        let len = (n - seq * chunk).min(chunk) as usize;
+        if stream
+            .send_data(stamped_chunk(seq, monotonic_ns(), len))
+            .await
+            .is_err()
+        {
+            ok = false;
+            break;
+        }
+    }
+    conn.set_send_window(SEND_WINDOW);
+    ok
+}
+
 /// Answers one request.
-async fn request(resolver: RequestResolver<H3Conn, Bytes>, shared: Arc<Shared>) {
+async fn request(
+    resolver: RequestResolver<H3Conn, Bytes>,
+    conn: quinn::Connection,
+    shared: Arc<Shared>,
+) {
     let Ok((req, mut stream)) = resolver.resolve_request().await else {
         return;
     };
@@ -232,16 +275,19 @@ async fn request(resolver: RequestResolver<H3Conn, Bytes>, shared: Arc<Shared>) 
         body_for(req.uri().path(), &shared)
     };
     let (len, ctype) = match &body {
-        Body::Pattern(n) | Body::File(_, n) => (*n, "application/octet-stream"),
+        Body::Pattern(n) | Body::Stamped(n) | Body::File(_, n) => (*n, "application/octet-stream"),
         Body::Msg(msg) => (msg.len() as u64 + 1, "text/plain"),
     };
-    let resp = Response::builder()
+    let mut resp = Response::builder()
         .status(status)
         .header(header::CONTENT_LENGTH, len)
         .header(header::CONTENT_TYPE, ctype)
-        .header(header::SERVER, "quinn-peer")
-        .body(())
-        .expect("valid response head");
+        .header(header::SERVER, "quinn-peer");
+    if let Body::Stamped(_) = body {
+        // The header qnc-client measures delivery delays on.
+        resp = resp.header("x-chunk-size", STAMP_CHUNK);
+    }
+    let resp = resp.body(()).expect("valid response head");
     if stream.send_response(resp).await.is_err() {
         return;
     }
@@ -257,6 +303,7 @@ async fn request(resolver: RequestResolver<H3Conn, Bytes>, shared: Arc<Shared>) 
                 }
                 ok
             }
+            Body::Stamped(n) => send_stamped(&mut stream, &conn, n).await,
             Body::File(mut f, n) => {
                 // Small local files (page cache): plain blocking reads.
                 let mut left = n;
