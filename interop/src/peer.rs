@@ -349,7 +349,10 @@ impl FlowSpec {
             Stack::Quiche => Ok(()),
             Stack::Ngtcp2 => ensure_ngtcp2(),
             Stack::QuicGo => ensure_quic_go(&tools.quic_go_peer),
-            Stack::Quinn => ensure_quinn(&tools.quinn_peer),
+            Stack::Quinn => ensure_quinn(
+                &tools.quinn_peer,
+                tools.quinn_peer == default_quinn_peer(&tools.bin_dir),
+            ),
         }
     }
 
@@ -661,17 +664,19 @@ fn peers_dir(bin_dir: &Path) -> PathBuf {
     bin_dir.parent().unwrap_or(Path::new(".")).join("peers")
 }
 
-/// Makes sure the quinn peer exists: if it is missing, builds it like `make
-/// peers` does (`cargo build --release --locked` in `interop/peers/quinn`
-/// with `CARGO_TARGET_DIR=<target>/peers-build`, where `<target>` is the
-/// directory above the binary's `peers/`) and copies it to `bin`.
-fn ensure_quinn(bin: &Path) -> Result<(), String> {
-    if bin.exists() {
+/// Makes sure the quinn peer exists: if it is missing, or (at its default
+/// place, `default`) older than its sources, builds it like `make peers`
+/// does (`cargo build --release --locked` in `interop/peers/quinn` with
+/// `CARGO_TARGET_DIR=<target>/peers-build`, where `<target>` is the
+/// directory above the binary's `peers/`) and copies it to `bin`. A binary
+/// given with `--quinn-peer` is used as it is.
+fn ensure_quinn(bin: &Path, default: bool) -> Result<(), String> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/quinn");
+    if bin.exists() && !(default && older_than_sources(bin, &src)) {
         return Ok(());
     }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/quinn");
     let hint = format!(
-        "{} is missing: run `make peers` or pass --quinn-peer",
+        "{} is missing or older than its sources: run `make peers` or pass --quinn-peer",
         bin.display()
     );
     if !src.join("Cargo.toml").exists() {
@@ -701,6 +706,24 @@ fn ensure_quinn(bin: &Path) -> Result<(), String> {
         Ok(s) => Err(format!("{hint} (cargo build: {s})")),
         Err(e) => Err(format!("{hint} (cargo: {e})")),
     }
+}
+
+/// Whether `bin` was modified before any of the quinn peer's sources in
+/// `src` (`Cargo.toml`, `Cargo.lock`, `src/*.rs`); false when unknown.
+fn older_than_sources(bin: &Path, src: &Path) -> bool {
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let Some(built) = mtime(bin) else {
+        return false;
+    };
+    let rs = std::fs::read_dir(src.join("src"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()));
+    [src.join("Cargo.toml"), src.join("Cargo.lock")]
+        .into_iter()
+        .chain(rs)
+        .filter_map(|p| mtime(&p))
+        .any(|t| t > built)
 }
 
 /// Makes sure the quic-go peer exists: builds it with `go build` from
@@ -735,6 +758,26 @@ fn ensure_quic_go(bin: &Path) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_peer_binary_older_than_its_sources_is_stale() {
+        use std::time::{Duration, SystemTime};
+        let d = std::env::temp_dir().join(format!("qnc-stale-{}", std::process::id()));
+        std::fs::create_dir_all(d.join("src/src")).unwrap();
+        let touch = |p: &Path, t: SystemTime| {
+            std::fs::File::create(p).unwrap().set_modified(t).unwrap();
+        };
+        let t0 = SystemTime::now() - Duration::from_secs(100);
+        let (src, bin) = (d.join("src"), d.join("quinn-peer"));
+        touch(&src.join("Cargo.toml"), t0);
+        touch(&src.join("src/main.rs"), t0);
+        touch(&bin, t0 + Duration::from_secs(10));
+        assert!(!older_than_sources(&bin, &src));
+        touch(&src.join("src/server.rs"), t0 + Duration::from_secs(20));
+        assert!(older_than_sources(&bin, &src));
+        assert!(!older_than_sources(&d.join("absent"), &src));
+        let _ = std::fs::remove_dir_all(&d);
+    }
     use super::*;
 
     fn tools() -> Tools {
