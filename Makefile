@@ -45,10 +45,12 @@ EXPERIMENT_BINS = $(CARGO) build --release -p interop -p quic-nc-examples --bins
 # controllers without coding (cubic, bbr2, reno) and our controller without
 # coding; 5 MB downloads, 20 Mbit/s, 40 ms RTT, BDP buffer, 0/5/10 % loss both
 # ways, 3 interleaved runs per cell (each capped at 10 s), medians (min-max),
-# ratios to coded+hybrid. About 4 minutes. More: DEMO_ARGS="--runs 5 --per-run".
+# ratios to coded+hybrid, and the in-order delivery delay of the download
+# (GET /stamped/N, unless DEMO_ARGS asks for a --stream). About 4 minutes.
+# More: DEMO_ARGS="--runs 5 --per-run".
 demo: quiche
 	$(EXPERIMENT_BINS)
-	$(EXPERIMENT) $(DEMO_ARGS)
+	$(EXPERIMENT) $(if $(findstring --stream,$(DEMO_ARGS)),,--stamped) $(DEMO_ARGS)
 
 # The interop matrix: every implementation (ours with coding on and off,
 # ngtcp2, aioquic, quic-go, quinn, curl) as client and server on every

@@ -196,7 +196,17 @@ impl ServerConn {
     fn push_responses(&mut self, pattern: &Pattern) {
         let Some(h3c) = self.h3.as_mut() else { return };
         let conn = &mut self.conn;
-        let mut budget = super::response::bulk_budget(conn);
+        // The budget of stamped bulk bodies (path statistics: only when
+        // there is one).
+        let stamped = self
+            .requests
+            .values()
+            .any(|r| r.response.as_ref().is_some_and(Response::is_stamped_bulk));
+        let mut budget = if stamped {
+            super::response::bulk_budget(conn)
+        } else {
+            0
+        };
         self.requests.retain(|sid, r| {
             let Some(resp) = r.response.as_mut() else {
                 return true;

@@ -123,6 +123,12 @@ impl Response {
         }
     }
 
+    /// Whether the body is a stamped bulk body (`/stamped/N`), which
+    /// [`Response::pump`] paces by a [`bulk_budget`].
+    pub fn is_stamped_bulk(&self) -> bool {
+        matches!(&self.body, Body::Stream { schedule, .. } if schedule.is_bulk())
+    }
+
     /// A short plain-text response.
     pub fn text(status: u16, body: &str) -> Response {
         Response::new(
@@ -306,7 +312,6 @@ impl Response {
         if schedule.is_bulk() {
             *budget = budget.saturating_sub(n);
         }
-
         if *written < len {
             return Ok(Some(Pump::Blocked));
         }
