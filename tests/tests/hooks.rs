@@ -151,25 +151,37 @@ fn external_controller_window_and_pacing_govern_sending() {
     }
 }
 
-#[test]
-fn send_capacity_is_what_stream_send_accepts() {
-    const CWND: usize = 20 * 1200;
+/// Window of [`fixed_window_pair`]'s client.
+const FIXED_CWND: usize = 20 * 1200;
+
+/// A pair after its handshake, the client's controller a fixed window of
+/// [`FIXED_CWND`] bytes (pacing far above what the tests send).
+fn fixed_window_pair() -> Pair {
     let log = Arc::new(Mutex::new(CcLog::default()));
     let mut ccfg = config(false);
     ccfg.set_external_congestion_control(Arc::new(FixedFactory {
-        cwnd: CWND,
+        cwnd: FIXED_CWND,
         rate: 100_000_000,
         log,
     }));
     let mut scfg = config(true);
     let mut pair = Pair::new(&mut ccfg, &mut scfg, |_, _| {});
     pair.handshake();
+    pair
+}
+
+#[test]
+fn send_capacity_is_what_stream_send_accepts() {
+    let mut pair = fixed_window_pair();
     let cap = pair.client.send_capacity();
-    assert!(cap > 0 && cap <= CWND, "capacity {cap} after the handshake");
+    assert!(
+        cap > 0 && cap <= FIXED_CWND,
+        "capacity {cap} after the handshake"
+    );
     // No stream exists yet, and the capacity is exactly what one accepts.
     let written = pair
         .client
-        .stream_send(4, &vec![7u8; 10 * CWND], false)
+        .stream_send(4, &vec![7u8; 10 * FIXED_CWND], false)
         .unwrap();
     assert_eq!(written, cap);
     assert_eq!(pair.client.send_capacity(), 0);
@@ -185,19 +197,9 @@ fn send_capacity_is_what_stream_send_accepts() {
 #[test]
 fn send_buffered_is_the_stream_data_waiting_to_be_sent() {
     // Patch 0013.
-    const CWND: usize = 20 * 1200;
-    let log = Arc::new(Mutex::new(CcLog::default()));
-    let mut ccfg = config(false);
-    ccfg.set_external_congestion_control(Arc::new(FixedFactory {
-        cwnd: CWND,
-        rate: 100_000_000,
-        log,
-    }));
-    let mut scfg = config(true);
-    let mut pair = Pair::new(&mut ccfg, &mut scfg, |_, _| {});
-    pair.handshake();
+    let mut pair = fixed_window_pair();
     assert_eq!(pair.client.send_buffered(), 0);
-    let data = vec![7u8; 10 * CWND];
+    let data = vec![7u8; 10 * FIXED_CWND];
     let w1 = pair.client.stream_send(4, &data, false).unwrap();
     assert!(w1 > 0);
     assert_eq!(pair.client.send_buffered(), w1);
