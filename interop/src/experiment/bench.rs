@@ -55,6 +55,9 @@ pub fn plan(b: &BenchOptions) -> Result<Vec<TablePlan>, String> {
         let (rows, loss, runs, title) = match kind {
             TableKind::Bulk => {
                 o.size = b.bulk_size;
+                // Stamped chunks: the table adds the in-order delivery
+                // delay, where coding wins (the quinn peer has them too).
+                o.stamped = true;
                 o.timeout = b.cap;
                 let mut loss = parse_loss_list(BULK_LOSS[0])?;
                 loss.extend(parse_loss_list(BULK_LOSS[1])?);
@@ -67,6 +70,7 @@ pub fn plan(b: &BenchOptions) -> Result<Vec<TablePlan>, String> {
             }
             TableKind::Short => {
                 o.size = b.short_size;
+                o.stamped = true;
                 o.timeout = Duration::from_secs(60);
                 (
                     BULK_ROWS,
@@ -458,7 +462,7 @@ mod tests {
             (bulk.size, bulk.runs, bulk.timeout),
             (10_000_000, 3, Duration::from_secs(90))
         );
-        assert_eq!(bulk.path(), "/bytes/10000000");
+        assert_eq!(bulk.path(), "/stamped/10000000");
         let short = &p[1].opts;
         assert_eq!(
             (short.size, short.runs, short.loss.len()),

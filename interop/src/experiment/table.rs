@@ -10,8 +10,9 @@
 //! With a capacity trace (`traced`), the efficiency column is labelled
 //! `util` (goodput / offered capacity) and the tables add the link
 //! utilisation and the down bottleneck's queue delay (mean and p95); the
-//! streaming table also the p95 delivery delay. A bulk table whose runs
-//! measured delivery delays (`--stamped`) ends with their p50, p95 and p99.
+//! streaming table also the p95 delivery delay. A bulk or short-flow table
+//! whose runs measured delivery delays (`--stamped`) ends with their p50,
+//! p95 and p99.
 
 use crate::experiment::options::Options;
 use crate::experiment::run::{Outcome, RunResult};
@@ -204,7 +205,8 @@ pub fn format_cells(cells: &[Cell], layout: Layout, markdown: bool, traced: bool
         }
         head.extend(["link util", "qdelay mean ms", "qdelay p95 ms"].map(String::from));
     }
-    let delivery_cols = layout == Layout::Bulk && cells.iter().any(|c| c.delay_p50_ms.is_some());
+    let delivery_cols = matches!(layout, Layout::Bulk | Layout::Short)
+        && cells.iter().any(|c| c.delay_p50_ms.is_some());
     if delivery_cols {
         head.extend(["delivery p50 ms", "delivery p95 ms", "delivery p99 ms"].map(String::from));
     }
