@@ -73,6 +73,13 @@ pub fn run(args: &ClientArgs, shutdown: &Shutdown) -> Outcome {
             if let Err(e) = std::fs::write(path, m.csv()) {
                 return io(format!("cannot write {}: {e}", path.display()));
             }
+            if m.log_truncated() {
+                eprintln!(
+                    "warning: {} has the first {} chunks only",
+                    path.display(),
+                    crate::stream::LOGGED_CHUNKS
+                );
+            }
         }
     }
     conn.outcome()
