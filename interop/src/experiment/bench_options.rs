@@ -22,7 +22,9 @@ Four tables on a 20 Mbit/s, 40 ms RTT, one-BDP link with loss both ways
 then a target check. Markdown goes to stdout and to OUT/bench-e2e-TIME.md,
 everything (every run, every cell, the targets) to OUT/bench-e2e-TIME.json.
 
-  bulk    10 MB downloads; loss 0,1,5,10,20% Bernoulli and Gilbert-Elliott
+  bulk    10 MB downloads (GET /stamped/N: with the in-order delivery delay
+          p50/p95/p99, see nc-experiment --help); loss 0,1,5,10,20% Bernoulli
+          and Gilbert-Elliott
           ge:0.013158,0.25 (mean loss 5%, mean burst 4 packets); rows hybrid,
           hybrid+nc=fixed:1.25, hybrid+nc=ctcp, hybrid+nc=von, hybrid+nc=fnc,
           cubic, hybrid+nc=off, cubic+nc=off, bbr2+nc=off, quinn:bbr; 3 runs,

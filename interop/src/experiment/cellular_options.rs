@@ -28,10 +28,11 @@ stdout and to OUT/bench-cellular-TIME.md, the plots to
 OUT/bench-cellular-TIME-TRACE.svg, everything (every run, every cell, the
 targets) to OUT/bench-cellular-TIME.json.
 
-  bulk    GET /bytes/N with N above what the trace can carry in --duration, so
-          every run is capped at --duration (goodput = bytes / elapsed); every
-          buffer of --buffers; rows hybrid, hybrid+nc=off, cubic+nc=off,
-          bbr2+nc=off, quinn:bbr
+  bulk    GET /stamped/N with N above what the trace can carry in --duration,
+          so every run is capped at --duration (goodput = bytes / elapsed),
+          with the in-order delivery delay p50/p95/p99 (see nc-experiment
+          --help, --stamped); every buffer of --buffers; rows hybrid,
+          hybrid+nc=off, cubic+nc=off, bbr2+nc=off, quinn:bbr
   stream  GET /stream/RATE/DURATION (--stream-rate, --duration) on the first
           buffer; rows hybrid, hybrid+nc=off; delivery delay mean/p50/p95/p99
 
