@@ -374,6 +374,21 @@ pub fn run_cellular(c: &CellularOptions, work: &Path, certs: &Path) -> Result<u8
         doc += &md;
         doc += "\n";
         done.push(t);
+        if saved.is_none() && plans.get(i + 1).is_some() {
+            // A run cut short (killed, machine restarted) keeps its finished
+            // tables for --from; the last table writes everything below.
+            let targets = check_tables(&done);
+            let report = CellularReport {
+                started: started.clone(),
+                options: c,
+                traces: &traces,
+                tables: &done,
+                targets: &targets,
+            };
+            if let Err(e) = write_json(&c.out, &report) {
+                eprintln!("nc-experiment: warning: {e}");
+            }
+        }
         let interrupted = check_interrupted().is_err();
         let trace_done = plans.get(i + 1).is_none_or(|n| n.trace != p.trace);
         if trace_done || interrupted {
@@ -391,16 +406,7 @@ pub fn run_cellular(c: &CellularOptions, work: &Path, certs: &Path) -> Result<u8
             break;
         }
     }
-    let bulk: Vec<BulkRuns> = done
-        .iter()
-        .filter(|t| t.table.plan.kind == TableKind::Bulk)
-        .map(|t| BulkRuns {
-            trace: &t.trace,
-            buffer: &t.table.plan.opts.buffer,
-            results: &t.table.results,
-        })
-        .collect();
-    let targets = check(&bulk);
+    let targets = check_tables(&done);
     let tmd = format!("### Target check\n\n{}", format_targets(&targets));
     println!("{tmd}");
     doc += &tmd;
@@ -434,21 +440,39 @@ pub fn run_cellular(c: &CellularOptions, work: &Path, certs: &Path) -> Result<u8
     Ok(code)
 }
 
+/// The target check over the finished bulk tables.
+fn check_tables(done: &[CellularTable]) -> Vec<Target> {
+    let bulk: Vec<BulkRuns> = done
+        .iter()
+        .filter(|t| t.table.plan.kind == TableKind::Bulk)
+        .map(|t| BulkRuns {
+            trace: &t.trace,
+            buffer: &t.table.plan.opts.buffer,
+            results: &t.table.results,
+        })
+        .collect();
+    check(&bulk)
+}
+
+/// Writes `OUT/bench-cellular-TIME.json`; returns its path.
+fn write_json(out: &Path, report: &CellularReport) -> Result<String, String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let p = out.join(format!("bench-cellular-{}.json", report.started));
+    let text = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
+    std::fs::write(&p, text + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
+    Ok(p.display().to_string())
+}
+
 fn write_outputs(
     out: &Path,
     report: &CellularReport,
     md: &str,
     svgs: &[(String, String)],
 ) -> Result<Vec<String>, String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let stem = format!("bench-cellular-{}", report.started);
-    let text = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
-    let mut files = vec![
-        (out.join(format!("{stem}.json")), text + "\n"),
-        (out.join(format!("{stem}.md")), md.to_string()),
-    ];
+    let mut written = vec![write_json(out, report)?];
+    let mut files = vec![(out.join(format!("{stem}.md")), md.to_string())];
     files.extend(svgs.iter().map(|(n, s)| (out.join(n), s.clone())));
-    let mut written = Vec::new();
     for (p, text) in files {
         std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
         written.push(p.display().to_string());
@@ -757,5 +781,34 @@ mod tests {
         }]);
         println!("{}", format_targets(&t));
         assert_eq!(t.len(), 5);
+
+        // What a run cut short after its first table leaves behind reads
+        // back with --from.
+        let dir = std::env::temp_dir().join(format!("qnc-cellular-json-{}", std::process::id()));
+        let done = [bulk];
+        let targets = check_tables(&done);
+        assert_eq!(targets.len(), 5);
+        let report = CellularReport {
+            started: "20261123-000000".into(),
+            options: &c,
+            traces: &[trace("V")],
+            tables: &done,
+            targets: &targets,
+        };
+        let path = write_json(&dir, &report).unwrap();
+        assert!(
+            path.ends_with("bench-cellular-20261123-000000.json"),
+            "{path}"
+        );
+        let saved = SavedRuns::load(&[PathBuf::from(&path)]).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let back = saved.table("V", TableKind::Bulk, &p[0].plan.opts).unwrap();
+        assert_eq!(back.runs.len(), 12);
+        assert!(back.missing.is_empty(), "{:?}", back.missing);
+        assert!(saved
+            .table("V", TableKind::Bulk, &p[1].plan.opts)
+            .unwrap()
+            .runs
+            .is_empty());
     }
 }

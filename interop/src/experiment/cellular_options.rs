@@ -26,7 +26,8 @@ different trace offsets (rows interleaved per run), then a target check and a
 throughput-vs-queueing-delay scatter plot (SVG) per trace. Markdown goes to
 stdout and to OUT/bench-cellular-TIME.md, the plots to
 OUT/bench-cellular-TIME-TRACE.svg, everything (every run, every cell, the
-targets) to OUT/bench-cellular-TIME.json.
+targets) to OUT/bench-cellular-TIME.json, which is rewritten after every table:
+a run cut short keeps its finished tables for --from.
 
   bulk    GET /stamped/N with N above what the trace can carry in --duration,
           so every run is capped at --duration (goodput = bytes / elapsed),
