@@ -142,7 +142,7 @@ pub struct CertsArgs {
 #[command(
     name = "qnc-server",
     version,
-    about = "HTTP/3 server: serves files under --root and /bytes/<n>"
+    about = "HTTP/3 server: serves files under --root, /bytes/<n>, /stamped/<n> and /stream/<rate>/<duration>"
 )]
 pub struct ServerArgs {
     /// UDP address to listen on (port 0 picks a free port).
@@ -220,7 +220,7 @@ pub struct ClientArgs {
     pub upload_bytes: Option<u64>,
 
     /// Write the per-chunk delivery delays of a /stream/ or /stamped/ response to FILE
-    /// (CSV: chunk, delay_ms).
+    /// (CSV: chunk, delay_ms; the first 2^20 chunks, with a warning if there were more).
     #[arg(long, value_name = "FILE")]
     pub delay_log: Option<PathBuf>,
 

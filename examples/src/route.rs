@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// Largest `/bytes/<n>` body the server generates (10 GB).
+/// Largest `/bytes/<n>` or `/stamped/<n>` body the server generates (10 GB).
 pub const MAX_SYNTHETIC_BYTES: u64 = 10_000_000_000;
 
 /// What to answer for one request path.
@@ -176,12 +176,10 @@ mod tests {
             resolve(&r, "/stamped/3000"),
             Route::Stream(crate::stream::Schedule::bulk(3000))
         );
-        for p in [
-            "/stamped/10000000001",
-            "/stamped/x",
-            "/stamped/",
-            "/stamped/1/2",
-        ] {
+        for p in ["/stamped/10000000001", "/stamped/x", "/stamped/-1"] {
+            assert!(matches!(resolve(&r, p), Route::BadRequest(_)), "{p}");
+        }
+        for p in ["/stamped/", "/stamped/1/2"] {
             assert!(!matches!(resolve(&r, p), Route::Stream(_)), "{p}");
         }
     }

@@ -3,13 +3,16 @@
 //! time it was due, and the client's measure of per-chunk delivery delay (the
 //! time the application reads a chunk minus its stamp).
 //!
-//! `/stamped/<n>` is the bulk form: `n` bytes of chunks (the last one
-//! shorter unless `n` is a multiple of [`CHUNK`], and then not measured)
-//! handed over as fast as the congestion window lets them leave (the
-//! server's `bulk_budget`), each chunk stamped when the transport accepts
-//! its first byte, so the delay measured is the bulk transfer's in-order
-//! delivery delay: the wait for the window, the path (queueing included)
-//! and the receiver's wait for missing data (head-of-line blocking).
+//! `/stamped/<n>` is the bulk form: `n` bytes of chunks (the last one is
+//! shorter unless `n` is a multiple of [`CHUNK`]; a shorter last chunk is
+//! not measured) handed over as fast as the congestion window lets them
+//! leave (the server's `bulk_budget`), each chunk stamped when the
+//! transport accepts its first byte, so the delay measured is the bulk
+//! transfer's in-order delivery delay from the moment the window had room:
+//! the path (queueing included) and the receiver's wait for missing data
+//! (head-of-line blocking). The wait for window space is not in it, so a
+//! sender with a smaller window looks better on it: read it beside the
+//! goodput.
 //!
 //! A chunk is [`CHUNK`] bytes: the time it was due (its place in the
 //! constant-rate schedule, which is when a live source would have produced
@@ -160,7 +163,7 @@ pub const LOGGED_CHUNKS: usize = 1 << 20;
 /// are exact to within half of it (0.25 %).
 const BUCKET_RATIO: f64 = 1.005;
 
-/// Buckets: 1 us up to about 1.4 hours (more falls in the last one).
+/// Buckets: 1 us up to about 1.5 hours (more falls in the last one).
 const BUCKETS: usize = 4500;
 
 /// Collects the delivery delay of the chunks of one response as the
@@ -168,13 +171,13 @@ const BUCKETS: usize = 4500;
 /// log-spaced buckets ([`DelaySummary`]: count, mean and largest exact,
 /// quantiles within 0.25 %), and the first [`LOGGED_CHUNKS`] delays one by
 /// one for [`DelayMeter::csv`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct DelayMeter {
     partial: Vec<u8>,
     delays_ns: Vec<u64>,
     buckets: Vec<u64>,
     chunks: u64,
-    sum_ns: f64,
+    sum_ns: u128,
     max_ns: u64,
     next_seq: u32,
     bad: u64,
@@ -197,10 +200,25 @@ fn bucket_value(k: usize) -> f64 {
     1e3 * BUCKET_RATIO.powf(k as f64 - 0.5)
 }
 
+impl Default for DelayMeter {
+    fn default() -> Self {
+        DelayMeter::new()
+    }
+}
+
 impl DelayMeter {
     /// An empty meter.
     pub fn new() -> DelayMeter {
-        DelayMeter::default()
+        DelayMeter {
+            partial: Vec::with_capacity(CHUNK),
+            delays_ns: Vec::new(),
+            buckets: vec![0; BUCKETS],
+            chunks: 0,
+            sum_ns: 0,
+            max_ns: 0,
+            next_seq: 0,
+            bad: 0,
+        }
     }
 
     /// Body bytes just read by the application.
@@ -228,12 +246,9 @@ impl DelayMeter {
         if self.delays_ns.len() < LOGGED_CHUNKS {
             self.delays_ns.push(ns);
         }
-        if self.buckets.is_empty() {
-            self.buckets = vec![0; BUCKETS];
-        }
         self.buckets[bucket(ns)] += 1;
         self.chunks += 1;
-        self.sum_ns += ns as f64;
+        self.sum_ns += u128::from(ns);
         self.max_ns = self.max_ns.max(ns);
     }
 
@@ -278,7 +293,7 @@ impl DelayMeter {
             mean_ms: if n == 0 {
                 0.0
             } else {
-                self.sum_ns / n as f64 / 1e6
+                (self.sum_ns / u128::from(n)) as f64 / 1e6
             },
             p50_ms: pct(0.50),
             p95_ms: pct(0.95),

@@ -239,6 +239,42 @@ fn send_buffered_is_the_stream_data_waiting_to_be_sent() {
 }
 
 #[test]
+fn the_stamped_budget_leaves_out_the_backlog() {
+    // What qnc-server builds on patch 0013: a stamped bulk body may write
+    // the window's free space less the stream data still waiting, where
+    // send_capacity() alone would offer the free space again.
+    use quic_nc_examples::server::bulk_budget;
+    let mut pair = fixed_window_pair();
+    let budget = bulk_budget(&pair.client);
+    assert!(budget > 0 && budget == pair.client.send_capacity().min(FIXED_CWND));
+    let w1 = pair
+        .client
+        .stream_send(4, &vec![7u8; budget], false)
+        .unwrap();
+    assert_eq!(w1, budget);
+    assert_eq!(bulk_budget(&pair.client), 0);
+    // A packet from the server: quiche offers the same free space again,
+    // the budget still nothing.
+    pair.server.send_ack_eliciting().unwrap();
+    let mut buf = vec![0u8; 65535];
+    let (n, info) = pair.server.send(&mut buf).unwrap();
+    let to_client = quiche::RecvInfo {
+        from: info.from,
+        to: info.to,
+    };
+    pair.client.recv(&mut buf[..n], to_client).unwrap();
+    assert_eq!(pair.client.send_capacity(), w1);
+    assert_eq!(bulk_budget(&pair.client), 0);
+    // Once the backlog has left and been acknowledged, the window is free.
+    for _ in 0..20 {
+        pair.advance();
+        while pair.server.stream_recv(4, &mut buf).is_ok() {}
+    }
+    assert_eq!(pair.client.send_buffered(), 0);
+    assert!(bulk_budget(&pair.client) > 0);
+}
+
+#[test]
 fn a_repeated_retire_connection_id_is_not_an_error() {
     // Patch 0006. The server retires the client's first connection ID; the
     // client's acknowledgements are lost, so the server's probes carry the

@@ -196,17 +196,9 @@ impl ServerConn {
     fn push_responses(&mut self, pattern: &Pattern) {
         let Some(h3c) = self.h3.as_mut() else { return };
         let conn = &mut self.conn;
-        // The budget of stamped bulk bodies (path statistics: only when
-        // there is one).
-        let stamped = self
-            .requests
-            .values()
-            .any(|r| r.response.as_ref().is_some_and(Response::is_stamped_bulk));
-        let mut budget = if stamped {
-            super::response::bulk_budget(conn)
-        } else {
-            0
-        };
+        // The budget of stamped bulk bodies in this pass, computed by the
+        // first one that needs it.
+        let mut budget = None;
         self.requests.retain(|sid, r| {
             let Some(resp) = r.response.as_mut() else {
                 return true;

@@ -8,7 +8,7 @@ mod response;
 mod retry;
 
 pub use conn::ServerConn;
-pub use response::{Pump, Response};
+pub use response::{bulk_budget, Pump, Response};
 pub use retry::{RetryTokens, TOKEN_LIFETIME};
 
 use std::collections::HashMap;

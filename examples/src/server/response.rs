@@ -123,12 +123,6 @@ impl Response {
         }
     }
 
-    /// Whether the body is a stamped bulk body (`/stamped/N`), which
-    /// [`Response::pump`] paces by a [`bulk_budget`].
-    pub fn is_stamped_bulk(&self) -> bool {
-        matches!(&self.body, Body::Stream { schedule, .. } if schedule.is_bulk())
-    }
-
     /// A short plain-text response.
     pub fn text(status: u16, body: &str) -> Response {
         Response::new(
@@ -177,9 +171,10 @@ impl Response {
         h
     }
 
-    /// Hands as much of the response to quiche as it accepts (a stamped
-    /// bulk body at most `budget` bytes, which it decrements; see
-    /// [`bulk_budget`]).
+    /// Hands as much of the response to quiche as it accepts. A stamped
+    /// bulk body starts a chunk only while `budget` (the [`bulk_budget`]
+    /// of this pass over the connection's responses, computed by the first
+    /// body that needs it) is not spent, and spends what it writes.
     ///
     /// `Err` means the body source failed (e.g. a file read error); the
     /// caller should reset the stream.
@@ -189,7 +184,7 @@ impl Response {
         conn: &mut quiche::Connection,
         stream_id: u64,
         pattern: &Pattern,
-        budget: &mut usize,
+        budget: &mut Option<usize>,
     ) -> Result<Pump, String> {
         if !self.headers_sent {
             let fin = self.length == 0;
@@ -265,7 +260,7 @@ impl Response {
         h3c: &mut h3::Connection,
         conn: &mut quiche::Connection,
         stream_id: u64,
-        budget: &mut usize,
+        budget: &mut Option<usize>,
     ) -> Result<Option<Pump>, String> {
         let Body::Stream {
             schedule,
@@ -279,7 +274,10 @@ impl Response {
         };
         let now = Instant::now();
         let t0 = *started.get_or_insert(now);
-        if *written == 0 && schedule.is_bulk() && *budget == 0 {
+        if *written == 0
+            && schedule.is_bulk()
+            && *budget.get_or_insert_with(|| bulk_budget(conn)) == 0
+        {
             return Ok(Some(Pump::Blocked));
         }
         if *written == 0 {
@@ -309,8 +307,8 @@ impl Response {
         };
         *written += n;
         self.sent += n as u64;
-        if schedule.is_bulk() {
-            *budget = budget.saturating_sub(n);
+        if let (true, Some(b)) = (schedule.is_bulk(), budget.as_mut()) {
+            *b = b.saturating_sub(n);
         }
         if *written < len {
             return Ok(Some(Pump::Blocked));
@@ -328,7 +326,9 @@ impl Response {
 /// (an application writing all it accepts kept 0.3-0.8 MB queued on a
 /// 20 Mbit/s link, its stamps 0.3 s early), and while a PTO probe is
 /// outstanding it ignores the window altogether (the flow-control limit,
-/// megabytes). With this budget a chunk is stamped when it can leave.
+/// megabytes). With this budget a chunk is stamped when the window has
+/// room for it; a PTO probe can still send up to a window on top of a
+/// full flight, so chunks written then leave up to a window late.
 pub fn bulk_budget(conn: &quiche::Connection) -> usize {
     let cwnd = conn.path_stats().find(|p| p.active).map_or(0, |p| p.cwnd);
     conn.send_capacity()

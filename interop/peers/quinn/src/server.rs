@@ -231,7 +231,9 @@ const FILE_CHUNK: usize = 64 * 1024;
 /// written the send window follows the congestion window (it bounds the
 /// data sent and not yet acknowledged, buffered or in flight). A chunk
 /// that waits for room was stamped before the wait: the stamps are early
-/// by at most the time between two ACKs that free room.
+/// by at most the time between two ACKs that free room. The send window is
+/// the connection's: this assumes one stamped body per connection at a
+/// time (the benchmarks make one request per connection).
 async fn send_stamped(
     stream: &mut h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>,
     conn: &quinn::Connection,
