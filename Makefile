@@ -46,11 +46,13 @@ EXPERIMENT_BINS = $(CARGO) build --release -p interop -p quic-nc-examples --bins
 # coding; 5 MB downloads, 20 Mbit/s, 40 ms RTT, BDP buffer, 0/5/10 % loss both
 # ways, 3 interleaved runs per cell (each capped at 10 s), medians (min-max),
 # ratios to coded+hybrid, and the in-order delivery delay of the download
-# (GET /stamped/N, unless DEMO_ARGS asks for a --stream). About 4 minutes.
-# More: DEMO_ARGS="--runs 5 --per-run".
+# (GET /stamped/N). About 4 minutes. More: DEMO_ARGS="--runs 5 --per-run".
+# --stamped is added unless DEMO_ARGS has it or runs something it does not
+# apply to (a subcommand such as bench-e2e, --stream, --compete, --direct).
+DEMO_STAMPED = $(if $(filter-out -%,$(firstword $(DEMO_ARGS)))$(filter --stream% --compete% --direct% --stamped,$(DEMO_ARGS)),,--stamped)
 demo: quiche
 	$(EXPERIMENT_BINS)
-	$(EXPERIMENT) $(if $(findstring --stream,$(DEMO_ARGS)),,--stamped) $(DEMO_ARGS)
+	$(EXPERIMENT) $(DEMO_STAMPED) $(DEMO_ARGS)
 
 # The interop matrix: every implementation (ours with coding on and off,
 # ngtcp2, aioquic, quic-go, quinn, curl) as client and server on every

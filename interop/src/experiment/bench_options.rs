@@ -23,13 +23,14 @@ then a target check. Markdown goes to stdout and to OUT/bench-e2e-TIME.md,
 everything (every run, every cell, the targets) to OUT/bench-e2e-TIME.json.
 
   bulk    10 MB downloads (GET /stamped/N: with the in-order delivery delay
-          p50/p95/p99, see nc-experiment --help); loss 0,1,5,10,20% Bernoulli
-          and Gilbert-Elliott
-          ge:0.013158,0.25 (mean loss 5%, mean burst 4 packets); rows hybrid,
+          p50/p95/p99, see nc-experiment --help); loss 0,1,5,10,20%
+          Bernoulli and Gilbert-Elliott ge:0.013158,0.25 (mean loss 5%,
+          mean burst 4 packets); rows hybrid,
           hybrid+nc=fixed:1.25, hybrid+nc=ctcp, hybrid+nc=von, hybrid+nc=fnc,
           cubic, hybrid+nc=off, cubic+nc=off, bbr2+nc=off, quinn:bbr; 3 runs,
           each capped at --cap (partial goodput, time >cap)
-  short   1 MB downloads; loss 0,5,20%; the same rows; 5 runs
+  short   1 MB downloads (GET /stamped/N, as bulk); loss 0,5,20%; the
+          same rows; 5 runs
   stream  GET /stream/8mbit/20s; loss 0,5,20%; rows hybrid, hybrid+nc=off,
           cubic+nc=off; delivery delay mean/p50/p99/max; 3 runs
   cost    CPU seconds (server + client, user + system) per MB of 300 MB

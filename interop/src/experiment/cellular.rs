@@ -180,6 +180,24 @@ pub struct CellularReport<'a> {
     pub targets: &'a [Target],
 }
 
+impl<'a> CellularReport<'a> {
+    fn new(
+        started: &str,
+        options: &'a CellularOptions,
+        traces: &'a [TraceInfo],
+        tables: &'a [CellularTable],
+        targets: &'a [Target],
+    ) -> Self {
+        CellularReport {
+            started: started.to_string(),
+            options,
+            traces,
+            tables,
+            targets,
+        }
+    }
+}
+
 /// The start of the markdown: traces, tables, what the columns mean.
 pub fn header(
     c: &CellularOptions,
@@ -378,13 +396,7 @@ pub fn run_cellular(c: &CellularOptions, work: &Path, certs: &Path) -> Result<u8
             // A run cut short (killed, machine restarted) keeps its finished
             // tables for --from; the last table writes everything below.
             let targets = check_tables(&done);
-            let report = CellularReport {
-                started: started.clone(),
-                options: c,
-                traces: &traces,
-                tables: &done,
-                targets: &targets,
-            };
+            let report = CellularReport::new(&started, c, &traces, &done, &targets);
             if let Err(e) = write_json(&c.out, &report) {
                 eprintln!("nc-experiment: warning: {e}");
             }
@@ -416,13 +428,7 @@ pub fn run_cellular(c: &CellularOptions, work: &Path, certs: &Path) -> Result<u8
         fmt_duration(Duration::from_secs_f64(took))
     );
     let mut code = 0;
-    let report = CellularReport {
-        started: started.clone(),
-        options: c,
-        traces: &traces,
-        tables: &done,
-        targets: &targets,
-    };
+    let report = CellularReport::new(&started, c, &traces, &done, &targets);
     match write_outputs(&c.out, &report, &doc, &svgs) {
         Ok(files) => eprintln!("nc-experiment: wrote {}", files.join(", ")),
         Err(e) => {
@@ -788,13 +794,8 @@ mod tests {
         let done = [bulk];
         let targets = check_tables(&done);
         assert_eq!(targets.len(), 5);
-        let report = CellularReport {
-            started: "20261123-000000".into(),
-            options: &c,
-            traces: &[trace("V")],
-            tables: &done,
-            targets: &targets,
-        };
+        let traces = [trace("V")];
+        let report = CellularReport::new("20261123-000000", &c, &traces, &done, &targets);
         let path = write_json(&dir, &report).unwrap();
         assert!(
             path.ends_with("bench-cellular-20261123-000000.json"),

@@ -32,10 +32,15 @@ struct Table {
 #[derive(Deserialize)]
 struct TableOpts {
     buffer: String,
+    /// Bulk runs requested `/stamped/N` (absent in reports from before it).
+    #[serde(default)]
+    stamped: bool,
 }
 
-/// A table's identity: trace, kind (`bulk`, `stream`) and buffer.
-type TableKey = (String, String, String);
+/// A table's identity: trace, kind (`bulk`, `stream`), buffer, and whether
+/// the bulk downloads were stamped (their goodput and delays are not
+/// comparable with `/bytes/N` runs).
+type TableKey = (String, String, String, bool);
 /// A run's identity within its table: row, loss label and run index.
 type RunKey = (String, String, usize);
 
@@ -77,7 +82,7 @@ impl SavedRuns {
     pub fn add(&mut self, json: &str) -> Result<(), String> {
         let r: Report = serde_json::from_str(json).map_err(|e| e.to_string())?;
         for t in r.tables {
-            let key = (t.trace, t.kind, t.opts.buffer);
+            let key = (t.trace, t.kind, t.opts.buffer, t.opts.stamped);
             *self.took_s.entry(key.clone()).or_default() += t.took_s;
             let table = self.tables.entry(key).or_default();
             for run in t.results {
@@ -96,7 +101,12 @@ impl SavedRuns {
     /// is only meaningful at the same offset.
     pub fn table(&self, trace: &str, kind: TableKind, o: &Options) -> Result<SavedTable, String> {
         let (buffer, rows, offsets) = (&o.buffer, &o.rows, &o.trace_offsets);
-        let key = (trace.to_string(), kind.name().to_string(), buffer.clone());
+        let key = (
+            trace.to_string(),
+            kind.name().to_string(),
+            buffer.clone(),
+            o.stamped,
+        );
         let empty = BTreeMap::new();
         let saved = self.tables.get(&key).unwrap_or(&empty);
         let mut out = Vec::new();
@@ -231,6 +241,12 @@ mod tests {
             ]
         );
         assert_eq!(t.missing, ["cubic+nc=off 0% #1", "cubic+nc=off 2% #1"]);
+        // Stamped downloads do not mix with these (/bytes/N) runs.
+        let mut stamped = o("100p", 2);
+        stamped.stamped = true;
+        let t = s.table("V", TableKind::Bulk, &stamped).unwrap();
+        assert!(t.runs.is_empty());
+        assert_eq!(t.missing.len(), 8);
         // Another trace, kind or buffer has nothing.
         let t = s.table("T", TableKind::Bulk, &o("100p", 1)).unwrap();
         assert!(t.runs.is_empty());

@@ -583,7 +583,9 @@ mod tests {
                 qdelay_mean_ms: Some(q / 2.0),
                 qdelay_p95_ms: Some(q),
                 delivery: Some(crate::experiment::lines::Delivery {
+                    p50_ms: q * 2.0,
                     p95_ms: q * 3.0,
+                    p99_ms: q * 4.0,
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -618,7 +620,8 @@ mod tests {
         assert_eq!(l[0].matches('|').count(), l[2].matches('|').count());
         assert!(
             l[2].ends_with(
-                "| 0.850 | 20.0 (15.0–25.0) | 40.0 (30.0–50.0) | 0.0 | 120.0 (90.0–150.0) | 0.0 |"
+                "| 0.850 | 20.0 (15.0–25.0) | 40.0 (30.0–50.0) | 80.0 (60.0–100.0) \
+                 | 120.0 (90.0–150.0) | 160.0 (120.0–200.0) |"
             ),
             "{}",
             l[2]
