@@ -770,8 +770,19 @@ fn lte_trace(name: &str) -> Option<congestion::sim::RateSchedule> {
         eprintln!("skipped: {} not found (set QNC_TRACE_DIR)", path.display());
         return None;
     };
-    let opportunities: Vec<u64> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
-    congestion::sim::RateSchedule::from_opportunities(&opportunities, 1500, ms(1))
+    let opportunities: Vec<u64> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            l.parse()
+                .unwrap_or_else(|_| panic!("{}: not a millisecond count: {l:?}", path.display()))
+        })
+        .collect();
+    Some(
+        congestion::sim::RateSchedule::from_opportunities(&opportunities, 1500, ms(1))
+            .unwrap_or_else(|| panic!("{}: no delivery opportunities", path.display())),
+    )
 }
 
 /// Under random loss only losses at a queue peak back off by Equation (1)

@@ -215,15 +215,16 @@ pub struct HybridConfig {
     /// Under random loss, a loss backs off by Equation (1) only if it met
     /// a queue peak (the split of the correlation test: its newest
     /// acknowledged neighbour's RTT above [`Hybrid::queue_peak_threshold`]);
-    /// excess and correlated losses back off as before. Loss-free, every
-    /// loss is an overflow and meets the peak, so the flow cycles between
-    /// an empty queue and the buffer's (or a drain probe's) limit. Under
+    /// excess and correlated losses back off as before. Loss-free, losses
+    /// are overflows at the peak, so the flow cycles between an empty
+    /// queue and the buffer's (or a drain probe's) limit. Under
     /// random loss, Equation (1) at every loss above the tolerance held
     /// the queue at a few packets: on a link whose capacity swings that
     /// leaves no cushion for the next rise: with 2 % loss hybrid kept
     /// 0.80-0.85 of its loss-free throughput on the T-Mobile trace with a
     /// 1000-packet buffer in the simulator (0.93-0.95 with this rule), and
-    /// 0.80-0.84 on the emulated link (docs/congestion.md §3.2 item 14).
+    /// 0.80-0.84 on the emulated link (0.90-1.0 with it; docs/congestion.md
+    /// §3.2 item 14).
     pub random_loss_peak_backoff: bool,
 }
 
