@@ -1,6 +1,8 @@
 //! A simple CUBIC-like controller (RFC 9438 shape: beta 0.7, C 0.4,
 //! Reno-friendly region, fast convergence), used as a competing flow in the
-//! simulator. Not a full RFC 9438 implementation (no HyStart++).
+//! simulator. Not a full RFC 9438 implementation. With
+//! [`CubicConfig::hystart`] its slow start follows HyStart++ (RFC 9406), as
+//! the slow starts of quiche, ngtcp2 and quic-go do.
 //!
 //! With [`CubicConfig::rollback_frac`] it also models quiche's handling of
 //! "spurious" congestion events: when the recovery period that followed a
@@ -30,6 +32,11 @@ pub struct CubicConfig {
     /// Undo a backoff whose recovery lost fewer than `max(2, this fraction
     /// of the window in packets)` further packets (`None`: never undo).
     pub rollback_frac: Option<f64>,
+    /// HyStart++ (RFC 9406): slow start ends on a delay increase of
+    /// max(4 ms, min(16 ms, RTT/8)) between rounds (8 samples each) into
+    /// conservative slow start (a quarter of the growth for 5 rounds, back
+    /// to slow start if the round minimum falls below the baseline again).
+    pub hystart: bool,
 }
 
 impl Default for CubicConfig {
@@ -40,6 +47,7 @@ impl Default for CubicConfig {
             c: 0.4,
             pacing_gain: None,
             rollback_frac: None,
+            hystart: false,
         }
     }
 }
@@ -60,7 +68,27 @@ pub struct Cubic {
     /// while its recovery period lasts (rollback model only).
     prior: Option<(f64, f64, CubicGrowth, u64)>,
     rollbacks: u64,
+    hystart: HyStartPp,
 }
+
+/// HyStart++ state (RFC 9406 §4).
+#[derive(Clone, Debug, Default)]
+struct HyStartPp {
+    /// The current round ends when a packet at or above this is acked.
+    round_end: Option<u64>,
+    last_min: Option<Duration>,
+    cur_min: Option<Duration>,
+    samples: u32,
+    /// In conservative slow start: the baseline RTT and the rounds so far.
+    css: Option<(Duration, u32)>,
+    /// Slow starts that ended on delay (entered CSS).
+    exits: u64,
+}
+
+/// RFC 9406's N_RTT_SAMPLE, CSS_GROWTH_DIVISOR and CSS_ROUNDS.
+const HS_SAMPLES: u32 = 8;
+const CSS_DIVISOR: f64 = 4.0;
+const CSS_ROUNDS: u32 = 5;
 
 impl Cubic {
     /// A new controller.
@@ -75,6 +103,7 @@ impl Cubic {
             lost_total: 0,
             prior: None,
             rollbacks: 0,
+            hystart: HyStartPp::default(),
             cfg,
         }
     }
@@ -91,6 +120,47 @@ impl Cubic {
 
     fn in_slow_start(&self) -> bool {
         self.cwnd < self.ssthresh
+    }
+
+    /// Slow starts ended by HyStart++'s delay test.
+    pub fn hystart_exits(&self) -> u64 {
+        self.hystart.exits
+    }
+
+    /// HyStart++'s per-ACK part: RTT samples, the delay test, and the
+    /// round boundaries (CSS rounds, return to slow start).
+    fn hystart_on_ack(&mut self, ev: &CongestionEvent<'_>) {
+        let hs = &mut self.hystart;
+        if ev.rtt_updated {
+            hs.cur_min = Some(hs.cur_min.map_or(ev.rtt.latest, |m| m.min(ev.rtt.latest)));
+            hs.samples += 1;
+            if let (None, Some(cur), Some(last)) = (hs.css, hs.cur_min, hs.last_min) {
+                let thresh = (last / 8).clamp(Duration::from_millis(4), Duration::from_millis(16));
+                if hs.samples >= HS_SAMPLES && cur >= last + thresh {
+                    hs.css = Some((cur, 0));
+                    hs.exits += 1;
+                }
+            }
+        }
+        let largest = ev.acked.last().map(|a| a.pkt_num);
+        if largest.is_some_and(|l| hs.round_end.is_none_or(|e| l >= e)) {
+            if let Some((baseline, rounds)) = hs.css {
+                if hs.cur_min.is_some_and(|c| c < baseline) {
+                    hs.css = None;
+                } else if rounds + 1 >= CSS_ROUNDS {
+                    hs.css = None;
+                    self.ssthresh = self.cwnd;
+                } else {
+                    hs.css = Some((baseline, rounds + 1));
+                }
+            }
+            if hs.samples >= HS_SAMPLES {
+                hs.last_min = hs.cur_min;
+            }
+            hs.cur_min = None;
+            hs.samples = 0;
+            hs.round_end = self.send.largest_sent.map(|l| l + 1);
+        }
     }
 }
 
@@ -136,10 +206,14 @@ impl Controller for Cubic {
             let before = self.cwnd;
             self.cwnd = (self.cwnd * self.cfg.beta).max(self.cfg.common.min_window());
             self.ssthresh = self.cwnd;
+            self.hystart.css = None;
             self.growth
                 .on_backoff(ev.now, before / mss, self.cwnd / mss, self.cfg.beta);
             self.send.start_recovery();
             self.backoffs += 1;
+        }
+        if self.cfg.hystart && self.in_slow_start() {
+            self.hystart_on_ack(ev);
         }
         if !cwnd_limited(
             ev.prior_in_flight,
@@ -154,7 +228,8 @@ impl Controller for Cubic {
                 continue;
             }
             if self.in_slow_start() {
-                self.cwnd += a.bytes as f64;
+                let divisor = if self.hystart.css.is_some() { CSS_DIVISOR } else { 1.0 };
+                self.cwnd += a.bytes as f64 / divisor;
             } else {
                 let mut w = self.cwnd / mss;
                 self.growth

@@ -358,7 +358,7 @@ impl Client {
             remaining.as_secs_f64().max(1.0),
         );
         if let Some(q) = qlog {
-            cmd.env("QLOGDIR", q);
+            spec.qlog_to(&mut cmd, q);
         }
         let started = Instant::now();
         let proc = Proc::spawn(&format!("{}-{tag}", spec.program("client")), &mut cmd, dir)?;

@@ -374,7 +374,7 @@ impl FlowSpec {
         let command = |port| {
             let mut c = self.server_command(tools, port, root, certs, idle_ms);
             if let Some(q) = qlog {
-                c.env("QLOGDIR", q);
+                self.qlog_to(&mut c, q);
             }
             c
         };
@@ -532,6 +532,16 @@ impl FlowSpec {
                     .arg(format!("{timeout}s"));
                 c
             }
+        }
+    }
+
+    /// Makes this flow's server or client `c` write its qlog files into
+    /// `dir`: `$QLOGDIR` for our programs and quic-go's, `--qlog-dir` for
+    /// ngtcp2's (one file per connection, named by its source CID).
+    pub fn qlog_to(&self, c: &mut Command, dir: &Path) {
+        c.env("QLOGDIR", dir);
+        if self.stack == Stack::Ngtcp2 {
+            c.arg(format!("--qlog-dir={}", dir.display()));
         }
     }
 
@@ -916,6 +926,23 @@ mod tests {
                 window: None,
             }
         );
+    }
+
+    #[test]
+    fn qlog_dir_reaches_every_stack() {
+        let t = tools();
+        let dir = Path::new("/q/run-0");
+        for (spec, arg) in [("hybrid", false), ("quic-go:cubic", false), ("ngtcp2:cubic", true)] {
+            let f = FlowSpec::parse(spec).unwrap();
+            let mut c = f.server_command(&t, 4433, Path::new("/r"), Path::new("/c"), 5000);
+            f.qlog_to(&mut c, dir);
+            let env: Vec<_> = c.get_envs().collect();
+            assert!(
+                env.contains(&(std::ffi::OsStr::new("QLOGDIR"), Some(dir.as_os_str()))),
+                "{spec}"
+            );
+            assert_eq!(args(&c).contains(&"--qlog-dir=/q/run-0".to_string()), arg, "{spec}");
+        }
     }
 
     #[test]

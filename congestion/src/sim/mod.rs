@@ -1141,6 +1141,11 @@ pub enum Algo {
     /// [`crate::Cubic`] with quiche's rollback of "spurious" congestion
     /// events ([`crate::CubicConfig::rollback_frac`] 0.2), unpaced.
     CubicRollback,
+    /// [`crate::Cubic`] with HyStart++ ([`crate::CubicConfig::hystart`]),
+    /// paced at 1.25 cwnd/sRTT: ngtcp2's and quic-go's CUBIC.
+    CubicHystart,
+    /// [`Algo::CubicRollback`] with HyStart++: quiche's CUBIC.
+    CubicRollbackHystart,
     /// [`crate::Ctcp`] with defaults, paced.
     Ctcp,
     /// [`crate::Ctcp`] with the CUBIC-shaped increase, paced.
@@ -1164,10 +1169,12 @@ pub enum Algo {
 
 impl Algo {
     /// Every algorithm, in declaration order.
-    pub const ALL: [Algo; 11] = [
+    pub const ALL: [Algo; 13] = [
         Algo::Aimd,
         Algo::Cubic,
         Algo::CubicRollback,
+        Algo::CubicHystart,
+        Algo::CubicRollbackHystart,
         Algo::Ctcp,
         Algo::CtcpCubic,
         Algo::CtcpRoundMin,
@@ -1189,6 +1196,8 @@ impl Algo {
             Algo::Aimd => "aimd",
             Algo::Cubic => "cubic",
             Algo::CubicRollback => "cubic-rollback",
+            Algo::CubicHystart => "cubic-hystart",
+            Algo::CubicRollbackHystart => "cubic-rollback-hystart",
             Algo::Ctcp => "ctcp",
             Algo::CtcpCubic => "ctcp-cubic",
             Algo::CtcpRoundMin => "ctcp-rmin",
@@ -1215,6 +1224,18 @@ impl Algo {
             Algo::CubicRollback => Box::new(Cubic::new(CubicConfig {
                 common,
                 rollback_frac: Some(0.2),
+                ..Default::default()
+            })),
+            Algo::CubicHystart => Box::new(Cubic::new(CubicConfig {
+                common,
+                hystart: true,
+                pacing_gain: Some(1.25),
+                ..Default::default()
+            })),
+            Algo::CubicRollbackHystart => Box::new(Cubic::new(CubicConfig {
+                common,
+                rollback_frac: Some(0.2),
+                hystart: true,
                 ..Default::default()
             })),
             Algo::Ctcp => Box::new(Ctcp::new(CtcpConfig {
@@ -1255,7 +1276,11 @@ impl Algo {
         let mut spec = FlowSpec::new(self.name(), self.build(common), rtt);
         spec.mss = common.mss;
         match self {
-            Algo::Aimd | Algo::Cubic | Algo::CubicRollback => spec,
+            Algo::Aimd
+            | Algo::Cubic
+            | Algo::CubicRollback
+            | Algo::CubicRollbackHystart => spec,
+            Algo::CubicHystart => spec.paced(),
             Algo::Hybrid | Algo::HybridYield | Algo::VegasNc => {
                 spec.paced().with_coding(CodingModel::full())
             }

@@ -296,7 +296,7 @@ fn run_inner(
         cap.as_secs_f64(),
     );
     if let Some(q) = qlog {
-        cmd.env("QLOGDIR", q);
+        spec.qlog_to(&mut cmd, q);
     }
     let cpu0 = children_cpu_s();
     let client_start = Instant::now();
