@@ -111,6 +111,9 @@ pub struct HybridStats {
     /// Congestion events skipped in the competitive mode because this flow
     /// had already backed off more often than the others.
     pub reciprocal_skips: u64,
+    /// Congestion events skipped in the competitive mode because this
+    /// flow's share was below another's ([`HybridConfig::competitive_share_balance`]).
+    pub share_skips: u64,
 }
 
 /// The hybrid controller. See the module documentation.
@@ -228,6 +231,11 @@ pub struct Hybrid {
     their_cuts: u64,
     /// After a backoff in the mode: does the queue fall by more than it?
     cut_watch: Option<CutWatch>,
+    /// Share balance ([`HybridConfig::competitive_share_balance`]): this
+    /// flow's share of the bytes in flight (when measured, the share, the
+    /// window then) and the last reducing flow's (when, the share).
+    own_share: Option<(Instant, f64, f64)>,
+    other_share: Option<(Instant, f64)>,
     /// Highest filtered queueing delay since the last reduction, and when.
     queue_peak: Option<(Instant, Duration)>,
     /// A fall of the queue below `RECIPROCITY_DROP` of the peak without a
@@ -314,6 +322,8 @@ impl Hybrid {
             own_cuts: 0,
             their_cuts: 0,
             cut_watch: None,
+            own_share: None,
+            other_share: None,
             queue_peak: None,
             drop_watch: None,
             cfg,
@@ -692,6 +702,12 @@ impl Controller for Hybrid {
         if self.competitive {
             out("own_backoffs", self.own_cuts as f64);
             out("other_reductions", self.their_cuts as f64);
+            if let Some(s) = self.current_share() {
+                out("own_share", s);
+            }
+            if let Some((_, s)) = self.other_share {
+                out("other_share", s);
+            }
         }
     }
 
@@ -921,7 +937,7 @@ impl Controller for Hybrid {
                     let mut w = self.cwnd / mss;
                     let rtt = self.rtt_min.get().unwrap_or(self.srtt);
                     self.cubic.on_ack(ev.now, rtt, &mut w, a.bytes as f64 / mss);
-                    self.cwnd = w * mss;
+                    self.cwnd = w * mss + self.share_catchup(ev.now, a.bytes as f64);
                 } else {
                     self.ai.on_ack(&mut self.cwnd, a.bytes, alpha * mss);
                 }

@@ -573,10 +573,10 @@ fn hybrid_competitive_mode_claims_share_only_against_a_queue_holder() {
 /// modelled, the simulator reproduces both that CUBIC keeps most of the
 /// link alone at 1% loss (measured here: 0.96 against 0.15 without
 /// rollback; the link gave 0.89) and that it starves `hybrid-yield` (0.03;
-/// the link gave 0.09). It does not reproduce the competitive mode's
-/// recovery on the link (0.2-1.0 there): here that CUBIC overflows the
-/// buffer so often that hybrid sees losses outside queue peaks too, and the
-/// random-loss gate keeps the mode off (0.03).
+/// the link gave 0.09), and, without the share balance, the competitive
+/// mode (0.1-0.3 on the link, docs/results.md §5). With the share balance
+/// hybrid takes its share back (on the link 0.43, 0.17-1.61; here more:
+/// the simulator's CUBIC has no HyStart++ and overshoots its slow start).
 #[test]
 fn cubic_with_rollback_reproduces_the_emulated_link() {
     let alone = |algo: Algo| {
@@ -600,9 +600,27 @@ fn cubic_with_rollback_reproduces_the_emulated_link() {
         ))
     };
     let (yielding, comp) = (vs_rollback(Algo::HybridYield), vs_rollback(Algo::Hybrid));
-    println!("vs cubic-rollback: hybrid-yield {yielding:.3}, hybrid {comp:.3}");
+    let unbalanced = ratio(&pair(
+        coded_hybrid(
+            congestion::HybridConfig {
+                competitive_share_balance: false,
+                ..Default::default()
+            },
+            ms(40),
+        ),
+        Algo::CubicRollback.flow(ms(40)),
+        link,
+        secs(30),
+        secs(10),
+    ));
+    println!(
+        "vs cubic-rollback: hybrid-yield {yielding:.3}, hybrid {comp:.3}, \
+         hybrid without the share balance {unbalanced:.3}"
+    );
     assert!(yielding < 0.5, "hybrid-yield {yielding}");
-    assert!(comp < 0.5, "hybrid {comp}");
+    assert!(unbalanced < 0.5, "hybrid without the share balance {unbalanced}");
+    // The share balance takes its share back from that CUBIC.
+    assert!(comp > 2.0 * unbalanced, "hybrid {comp}");
 }
 
 /// Hybrid on a link whose capacity swings (a square wave between 20 and 4

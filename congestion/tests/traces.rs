@@ -1012,7 +1012,12 @@ fn hybrid_feed(d: &mut Driver<Hybrid>, t: &mut u64, until: u64, rtt_ms: u64) {
 fn hybrid_behind_a_full_buffer_enters_the_mode_early_and_backs_off_in_turn() {
     // Backoff by 0.5 at 170 ms: 10 packets, from 20 without slow start's
     // overshoot. The watch runs from 2 sRTT later for max(8 sRTT, 500 ms).
-    let (mut d, mut t) = hybrid_in_ca(HybridConfig::default());
+    // Reciprocity alone: the share balance would skip these events too (the
+    // recheck reads a small share of the bytes in flight).
+    let (mut d, mut t) = hybrid_in_ca(HybridConfig {
+        competitive_share_balance: false,
+        ..HybridConfig::default()
+    });
     for until in [400, 700] {
         hybrid_feed(&mut d, &mut t, until, 80);
         let r = d.send(2);
@@ -1253,4 +1258,43 @@ fn hybrid_tolerates_a_few_packets_of_queue_under_random_loss() {
     let (with, without) = (run(4.0, false), run(0.0, false));
     assert!(with.cc.random_loss_free());
     assert_eq!(with.cc.queue_tolerance(), without.cc.queue_tolerance());
+}
+
+/// The share balance (`HybridConfig::competitive_share_balance`): the
+/// recheck before the mode cuts the window and the RTT hardly falls (the
+/// queue is the other flow's), so this flow holds a small share of the
+/// bytes in flight. In the mode it then skips a small congestion event
+/// and grows faster than CUBIC alone would, towards an equal split.
+#[test]
+fn hybrid_with_a_small_share_skips_events_and_catches_up() {
+    let run = |balance: bool| {
+        let (mut d, mut t) = hybrid_in_ca(HybridConfig {
+            competitive_share_balance: balance,
+            ..HybridConfig::default()
+        });
+        for until in [400, 700] {
+            hybrid_feed(&mut d, &mut t, until, 80);
+            let r = d.send(2);
+            t += 10;
+            d.at(ms(t));
+            d.event(r.end - 1..r.end, &[r.start], ms(80));
+        }
+        hybrid_feed(&mut d, &mut t, 1300, 80);
+        assert!(d.cc.competitive());
+        hybrid_feed(&mut d, &mut t, 1400, 80);
+        let r = d.send(2);
+        t += 10;
+        d.at(ms(t));
+        d.event(r.end - 1..r.end, &[r.start], ms(80));
+        let beta = d.cc.last_beta();
+        let before = d.cwnd_pkts();
+        hybrid_feed(&mut d, &mut t, 2400, 80);
+        (d.cc.stats().share_skips, beta, d.cwnd_pkts() - before)
+    };
+    let (skips, beta, growth) = run(true);
+    let (skips_off, beta_off, growth_off) = run(false);
+    assert_eq!((skips, beta), (1, Some(1.0)));
+    assert_eq!(skips_off, 0);
+    assert_eq!(beta_off, Some(0.7));
+    assert!(growth > growth_off + 1.0, "{growth} vs {growth_off}");
 }

@@ -34,6 +34,14 @@ const RECIPROCITY_STAYS: f64 = 0.85;
 /// (quiche's CUBIC does not roll such an event back).
 const RECIPROCITY_MAX_LOSS: f64 = 0.2;
 
+/// Share balance: behind while this flow's share is below this fraction
+/// of the last reducing flow's, ...
+const SHARE_BEHIND: f64 = 0.8;
+/// ... both measured within this long; ...
+const SHARE_MAX_AGE: Duration = Duration::from_secs(10);
+/// ... meanwhile the window grows by this fraction of the gap per RTT.
+const SHARE_CATCHUP_RTTS: f64 = 8.0;
+
 /// A recheck due starts once the queue is between these fractions of its
 /// recent peak ([`HybridConfig::competitive_recheck_timing`]), ...
 const RECHECK_BAND: (f64, f64) = (0.4, 0.85);
@@ -138,6 +146,14 @@ impl Hybrid {
             if q < peak.mul_f64(RECIPROCITY_STAYS) {
                 self.their_cuts += 1;
                 self.stats.other_reductions += 1;
+                // A reduction by 0.3 of a share s lowers the RTT by 0.3 s
+                // (this flow's own growth since adds a little back).
+                if let Some(min) = self.rtt_min.get() {
+                    let fall = peak.saturating_sub(q).as_secs_f64();
+                    let rtt = (min + peak).as_secs_f64();
+                    let s = fall / ((1.0 - self.cfg.competitive_beta) * rtt);
+                    self.other_share = Some((now, s.min(1.0)));
+                }
             }
             self.queue_peak = Some((now, q));
             return;
@@ -273,10 +289,67 @@ impl Hybrid {
             self.cubic.reset();
             self.ai.reset();
         } else {
+            // The cut took a fraction f of this flow's window; the RTT fell
+            // by f times its share of the bytes in flight.
+            let f = 1.0 - self.cwnd / r.saved.max(1.0);
+            if let (Some(min), Some(q), true) = (self.rtt_min.get(), r.min_queue, f >= 0.1) {
+                let fall = r.before.saturating_sub(q).as_secs_f64();
+                let s = fall / (f * (min + r.before).as_secs_f64());
+                self.own_share = Some((now, s.min(1.0), r.saved));
+            }
             self.cwnd = self.cwnd.max(r.saved);
             if r.entering {
                 self.enter_competitive(now);
             }
+        }
+    }
+
+    /// This flow's share of the bytes in flight: the last measurement,
+    /// scaled by how its window changed since (the total is roughly
+    /// constant while the queue is held).
+    pub(super) fn current_share(&self) -> Option<f64> {
+        self.own_share
+            .map(|(_, s, w)| (s * self.cwnd / w.max(1.0)).min(1.0))
+    }
+
+    /// This flow's share and the reference share: the last reducing flow's,
+    /// at most the rest (or the rest until a reduction was seen: one other
+    /// flow). `None` without a
+    /// measurement of this flow's share in the last `SHARE_MAX_AGE`.
+    fn shares(&self, now: Instant) -> Option<(f64, f64)> {
+        let fresh = |t: Instant| now.saturating_duration_since(t) <= SHARE_MAX_AGE;
+        let own = self.current_share().filter(|_| self.own_share.is_some_and(|(t, _, _)| fresh(t)))?;
+        // The reference cannot exceed what this flow leaves: a reduction
+        // read too deep (two flows backing off together) must not make it
+        // grab more than an equal split with one other flow.
+        let rest = 1.0 - own;
+        let other = match self.other_share {
+            Some((t, s)) if fresh(t) => s.min(rest),
+            _ => rest,
+        };
+        Some((own, other))
+    }
+
+    /// Whether this flow holds less than 0.8 of the reference share
+    /// ([`HybridConfig::competitive_share_balance`]).
+    fn behind(&self, now: Instant) -> bool {
+        self.shares(now)
+            .is_some_and(|(own, other)| own < SHARE_BEHIND * other)
+    }
+
+    /// Extra growth in the mode while behind: towards the window at which
+    /// this flow's share equals the reference, a `SHARE_CATCHUP_RTTS`-th
+    /// of the gap per round trip, at most slow start's rate.
+    pub(super) fn share_catchup(&self, now: Instant, acked: f64) -> f64 {
+        if !self.cfg.competitive_share_balance || !self.competitive || self.slow_start {
+            return 0.0;
+        }
+        match self.shares(now) {
+            Some((own, other)) if own < SHARE_BEHIND * other && own > 0.0 => {
+                let target = self.cwnd * (other / own).min(2.0);
+                ((target - self.cwnd) / (SHARE_CATCHUP_RTTS * self.cwnd) * acked).min(acked)
+            }
+            _ => 0.0,
         }
     }
 
@@ -448,8 +521,15 @@ impl Hybrid {
             && !self.shallow_buffer(now)
             && self.round_lost < RECIPROCITY_MAX_LOSS * self.cwnd / self.cfg.common.mss as f64
             && self.own_cuts >= self.their_cuts + self.cfg.competitive_reciprocity;
+        let behind = self.cfg.competitive_share_balance
+            && !self.slow_start
+            && self.round_lost < RECIPROCITY_MAX_LOSS * self.cwnd / self.cfg.common.mss as f64
+            && self.behind(now);
         if self.round_lost < floor {
             beta = 1.0;
+        } else if behind {
+            beta = 1.0;
+            self.stats.share_skips += 1;
         } else if owed {
             beta = 1.0;
             self.stats.reciprocal_skips += 1;

@@ -145,6 +145,18 @@ pub struct HybridConfig {
     /// more aggressive than that competitor (docs/congestion.md §3.4). 0
     /// disables it.
     pub competitive_reciprocity: u64,
+    /// Share balance in the competitive mode (docs/congestion.md §3.4): this
+    /// flow's share of the bytes in flight is read from the relative fall
+    /// of the RTT when a recheck cuts its window (a cut by a fraction `f`
+    /// of a share `s` lowers the RTT by `f s`), another flow's from the
+    /// fall at its own reduction (0.3 of its share, for CUBIC's 0.7).
+    /// While this flow's share is below 0.8 of the last reducing flow's,
+    /// it skips congestion events (rounds losing less than a fifth of the
+    /// window), so CUBIC's growth takes it towards that share instead of
+    /// keeping the deficit of the start: a CUBIC flow that left slow start
+    /// at a quarter of another's window converges over tens of seconds.
+    /// The reference is one flow's share, not the other flows' total.
+    pub competitive_share_balance: bool,
     /// While a queue is detected and random loss is not (see
     /// `competitive_max_random_loss`), scale the additive increase by
     /// `3 (1 - beta) / (1 + beta)` for the factor `beta` of the last backoff
@@ -258,6 +270,7 @@ impl Default for HybridConfig {
             competitive_recheck: Duration::from_secs(5),
             competitive_recheck_timing: true,
             competitive_reciprocity: 1,
+            competitive_share_balance: true,
             friendly_increase: true,
             drain_probe_after: 8,
             drain_probe_min: Duration::from_millis(500),
