@@ -236,6 +236,8 @@ pub struct Hybrid {
     /// window then) and the last reducing flow's (when, the share).
     own_share: Option<(Instant, f64, f64)>,
     other_share: Option<(Instant, f64)>,
+    /// The window after the recheck that measured `own_share`.
+    share_base: f64,
     /// Highest filtered queueing delay since the last reduction, and when.
     queue_peak: Option<(Instant, Duration)>,
     /// A fall of the queue below `RECIPROCITY_DROP` of the peak without a
@@ -324,6 +326,7 @@ impl Hybrid {
             cut_watch: None,
             own_share: None,
             other_share: None,
+            share_base: 0.0,
             queue_peak: None,
             drop_watch: None,
             cfg,

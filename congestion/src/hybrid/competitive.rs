@@ -39,8 +39,15 @@ const RECIPROCITY_MAX_LOSS: f64 = 0.2;
 const SHARE_BEHIND: f64 = 0.8;
 /// ... both measured within this long; ...
 const SHARE_MAX_AGE: Duration = Duration::from_secs(10);
-/// ... meanwhile the window grows by this fraction of the gap per RTT.
+/// ... meanwhile the window grows by this fraction of the gap per RTT, ...
 const SHARE_CATCHUP_RTTS: f64 = 8.0;
+/// ... up to this multiple of the window the share was measured at.
+const SHARE_MAX_GROWTH: f64 = 2.0;
+/// The fraction of its window another flow is taken to give up at a
+/// reduction: between CUBIC's 0.3 and Reno's 0.5, so that the share read
+/// from the fall is at most 1.25 times a Reno flow's (hybrid then takes
+/// no more than an equal share from it) and 0.75 times a CUBIC flow's.
+const SHARE_OTHER_CUT: f64 = 0.4;
 
 /// A recheck due starts once the queue is between these fractions of its
 /// recent peak ([`HybridConfig::competitive_recheck_timing`]), ...
@@ -146,12 +153,12 @@ impl Hybrid {
             if q < peak.mul_f64(RECIPROCITY_STAYS) {
                 self.their_cuts += 1;
                 self.stats.other_reductions += 1;
-                // A reduction by 0.3 of a share s lowers the RTT by 0.3 s
-                // (this flow's own growth since adds a little back).
+                // A reduction by a fraction c of a share s lowers the RTT by
+                // c s (this flow's own growth since adds a little back).
                 if let Some(min) = self.rtt_min.get() {
                     let fall = peak.saturating_sub(q).as_secs_f64();
                     let rtt = (min + peak).as_secs_f64();
-                    let s = fall / ((1.0 - self.cfg.competitive_beta) * rtt);
+                    let s = fall / (SHARE_OTHER_CUT * rtt);
                     self.other_share = Some((now, s.min(1.0)));
                 }
             }
@@ -301,6 +308,7 @@ impl Hybrid {
             if r.entering {
                 self.enter_competitive(now);
             }
+            self.share_base = self.cwnd;
         }
     }
 
@@ -314,11 +322,12 @@ impl Hybrid {
 
     /// This flow's share and the reference share: the last reducing flow's,
     /// at most the rest (or the rest until a reduction was seen: one other
-    /// flow). `None` without a
+    /// flow), and the window of the measurement. `None` without a
     /// measurement of this flow's share in the last `SHARE_MAX_AGE`.
-    fn shares(&self, now: Instant) -> Option<(f64, f64)> {
+    fn shares(&self, now: Instant) -> Option<(f64, f64, f64)> {
         let fresh = |t: Instant| now.saturating_duration_since(t) <= SHARE_MAX_AGE;
-        let own = self.current_share().filter(|_| self.own_share.is_some_and(|(t, _, _)| fresh(t)))?;
+        let (_, _, w) = self.own_share.filter(|&(t, _, _)| fresh(t))?;
+        let own = self.current_share()?;
         // The reference cannot exceed what this flow leaves: a reduction
         // read too deep (two flows backing off together) must not make it
         // grab more than an equal split with one other flow.
@@ -327,30 +336,39 @@ impl Hybrid {
             Some((t, s)) if fresh(t) => s.min(rest),
             _ => rest,
         };
-        Some((own, other))
+        Some((own, other, w))
     }
 
-    /// Whether this flow holds less than 0.8 of the reference share
-    /// ([`HybridConfig::competitive_share_balance`]).
+    /// The window at which this flow's share would reach the reference,
+    /// at most `SHARE_MAX_GROWTH` times the window of the measurement or
+    /// the one the mode was entered or kept with after it (a
+    /// share read too small must not let the window run away before the
+    /// next recheck measures it again); `None` unless behind, that is
+    /// below `SHARE_BEHIND` of the reference.
+    fn share_target(&self, now: Instant) -> Option<f64> {
+        let (own, other, w) = self.shares(now)?;
+        if own >= SHARE_BEHIND * other {
+            return None;
+        }
+        let target = (self.cwnd * other / own.max(0.01)).min(SHARE_MAX_GROWTH * w.max(self.share_base));
+        (target > self.cwnd).then_some(target)
+    }
+
+    /// Whether this flow is behind ([`HybridConfig::competitive_share_balance`]).
     fn behind(&self, now: Instant) -> bool {
-        self.shares(now)
-            .is_some_and(|(own, other)| own < SHARE_BEHIND * other)
+        self.share_target(now).is_some()
     }
 
-    /// Extra growth in the mode while behind: towards the window at which
-    /// this flow's share equals the reference, a `SHARE_CATCHUP_RTTS`-th
-    /// of the gap per round trip, at most slow start's rate.
+    /// Extra growth in the mode while behind: towards
+    /// [`Hybrid::share_target`], a `SHARE_CATCHUP_RTTS`-th of the gap per
+    /// round trip, at most slow start's rate.
     pub(super) fn share_catchup(&self, now: Instant, acked: f64) -> f64 {
         if !self.cfg.competitive_share_balance || !self.competitive || self.slow_start {
             return 0.0;
         }
-        match self.shares(now) {
-            Some((own, other)) if own < SHARE_BEHIND * other && own > 0.0 => {
-                let target = self.cwnd * (other / own).min(2.0);
-                ((target - self.cwnd) / (SHARE_CATCHUP_RTTS * self.cwnd) * acked).min(acked)
-            }
-            _ => 0.0,
-        }
+        self.share_target(now).map_or(0.0, |target| {
+            ((target - self.cwnd) / (SHARE_CATCHUP_RTTS * self.cwnd) * acked).min(acked)
+        })
     }
 
     /// Backs off by Equation (1) without a loss and schedules the drain

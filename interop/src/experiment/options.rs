@@ -85,7 +85,8 @@ rows (flow specs, comma-separated): [STACK:]CC[+nc=POLICY|off][+mode=full][+wind
                      `go build` if missing and go is on PATH)
   --json FILE        write machine-readable results (every run, every cell)
   --qlog-dir DIR     every run's server and client write qlog files into
-                     DIR/<run> (our tools and quic-go read $QLOGDIR)
+                     DIR/<run> (ours and quic-go's through $QLOGDIR, ngtcp2's
+                     through --qlog-dir)
   --markdown         print the tables in markdown
   --keep             keep the work directory (logs, stats files)
 
