@@ -41,8 +41,11 @@ const SHARE_BEHIND: f64 = 0.8;
 const SHARE_MAX_AGE: Duration = Duration::from_secs(10);
 /// ... meanwhile the window grows by this fraction of the gap per RTT, ...
 const SHARE_CATCHUP_RTTS: f64 = 8.0;
-/// ... up to this multiple of the window the share was measured at.
+/// ... up to this multiple of the window the share was measured at; there
+/// the share is measured again, at the earliest this long after the last
+/// recheck.
 const SHARE_MAX_GROWTH: f64 = 2.0;
+const SHARE_REMEASURE_AFTER: Duration = Duration::from_secs(1);
 /// The fraction of its window another flow is taken to give up at a
 /// reduction: between CUBIC's 0.3 and Reno's 0.5, so that the share read
 /// from the fall is at most 1.25 times a Reno flow's (hybrid then takes
@@ -354,6 +357,17 @@ impl Hybrid {
         (target > self.cwnd).then_some(target)
     }
 
+    /// Whether the window reached the share balance's cap while still
+    /// behind: the share is measured again (a recheck) before the next
+    /// periodic one.
+    fn share_capped(&self, now: Instant) -> bool {
+        self.cfg.competitive_share_balance
+            && self.shares(now).is_some_and(|(own, other, w)| {
+                own < SHARE_BEHIND * other
+                    && self.cwnd >= 0.95 * SHARE_MAX_GROWTH * w.max(self.share_base)
+            })
+    }
+
     /// Whether this flow is behind ([`HybridConfig::competitive_share_balance`]).
     fn behind(&self, now: Instant) -> bool {
         self.share_target(now).is_some()
@@ -476,9 +490,11 @@ impl Hybrid {
             && self.drain_check.is_none()
             && self.recheck_due.is_none()
             && !self.send.in_recovery()
-            && self
-                .rechecked_at
-                .is_none_or(|t| ev.now.saturating_duration_since(t) >= self.cfg.competitive_recheck)
+            && self.rechecked_at.is_none_or(|t| {
+                let since = ev.now.saturating_duration_since(t);
+                since >= self.cfg.competitive_recheck
+                    || (since >= SHARE_REMEASURE_AFTER && self.share_capped(ev.now))
+            })
         {
             self.request_recheck(ev.now, false);
         }
