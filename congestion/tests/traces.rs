@@ -1003,6 +1003,22 @@ fn hybrid_feed(d: &mut Driver<Hybrid>, t: &mut u64, until: u64, rtt_ms: u64) {
     }
 }
 
+/// Hybrid in congestion avoidance behind a queue of 40 ms that another
+/// flow holds, after two of its overflows (at 400 and 700 ms) each cost
+/// this flow a packet.
+fn hybrid_after_two_overflows(cfg: HybridConfig) -> (Driver<Hybrid>, u64) {
+    let (mut d, mut t) = hybrid_in_ca(cfg);
+    for until in [400, 700] {
+        hybrid_feed(&mut d, &mut t, until, 80);
+        let r = d.send(2);
+        t += 10;
+        d.at(ms(t));
+        d.event(r.end - 1..r.end, &[r.start], ms(80));
+        assert_eq!(d.cc.state_str(), "recovery", "at {t} ms");
+    }
+    (d, t)
+}
+
 /// Behind a loss-based flow that keeps the buffer full, overflows come
 /// more often than the drain watch lasts: further Equation (1) backoffs
 /// during the watch do not restart it, and the mode begins with the
@@ -1014,18 +1030,10 @@ fn hybrid_behind_a_full_buffer_enters_the_mode_early_and_backs_off_in_turn() {
     // overshoot. The watch runs from 2 sRTT later for max(8 sRTT, 500 ms).
     // Reciprocity alone: the share balance would skip these events too (the
     // recheck reads a small share of the bytes in flight).
-    let (mut d, mut t) = hybrid_in_ca(HybridConfig {
+    let (mut d, mut t) = hybrid_after_two_overflows(HybridConfig {
         competitive_share_balance: false,
         ..HybridConfig::default()
     });
-    for until in [400, 700] {
-        hybrid_feed(&mut d, &mut t, until, 80);
-        let r = d.send(2);
-        t += 10;
-        d.at(ms(t));
-        d.event(r.end - 1..r.end, &[r.start], ms(80));
-        assert_eq!(d.cc.state_str(), "recovery", "at {t} ms");
-    }
     let shrunk = d.cwnd_pkts();
     assert!(shrunk <= 5.0, "{shrunk}");
     // Recheck at the end of the first watch, then the mode: a watch
@@ -1268,17 +1276,10 @@ fn hybrid_tolerates_a_few_packets_of_queue_under_random_loss() {
 #[test]
 fn hybrid_with_a_small_share_skips_events_and_catches_up() {
     let run = |balance: bool| {
-        let (mut d, mut t) = hybrid_in_ca(HybridConfig {
+        let (mut d, mut t) = hybrid_after_two_overflows(HybridConfig {
             competitive_share_balance: balance,
             ..HybridConfig::default()
         });
-        for until in [400, 700] {
-            hybrid_feed(&mut d, &mut t, until, 80);
-            let r = d.send(2);
-            t += 10;
-            d.at(ms(t));
-            d.event(r.end - 1..r.end, &[r.start], ms(80));
-        }
         hybrid_feed(&mut d, &mut t, 1300, 80);
         assert!(d.cc.competitive());
         hybrid_feed(&mut d, &mut t, 1400, 80);
