@@ -349,6 +349,11 @@ impl Hybrid {
     /// next recheck measures it again); `None` unless behind, that is
     /// below `SHARE_BEHIND` of the reference.
     fn share_target(&self, now: Instant) -> Option<f64> {
+        // On a shallow buffer the falls are a few milliseconds, too small
+        // to read a share from (as for reciprocity).
+        if self.shallow_buffer(now) {
+            return None;
+        }
         let (own, other, w) = self.shares(now)?;
         if own >= SHARE_BEHIND * other {
             return None;
