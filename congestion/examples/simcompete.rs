@@ -6,13 +6,16 @@
 //! nearly every packet, ngtcp2's and quic-go's clients every second one):
 //! the simulator's view of docs/results.md §5.
 //!
-//! `cargo run -p congestion --example simcompete --release -- [A] [B] [SEEDS]`
+//! `cargo run -p congestion --example simcompete --release -- [A] [B] [SEEDS] [SECS] [FROM]`
 //! (simulator names, default `hybrid cubic-rollback`; `cubic-rollback` is
 //! RFC 9438 CUBIC with quiche's rollback of small congestion events;
 //! SEEDS runs per cell, default 5).
 //!
-//! 20 Mbit/s, RTT 40 ms, one-BDP buffer, 20 s per run, shares measured
-//! from 3 s. Prints A's rate over B's, median (min-max), and the time A
+//! 20 Mbit/s, RTT 40 ms, one-BDP buffer, SECS per run (default 20), shares
+//! measured from FROM (default 3 s), both counted from the later flow's
+//! start. `5 9 0` is close to the emulated
+//! link's 20 MB cells, whose shares cover the overlap from the start
+//! (about 9 s together). Prints A's rate over B's, median (min-max), and the time A
 //! spent in hybrid's competitive mode (when A is hybrid).
 
 use std::time::Duration;
@@ -46,9 +49,22 @@ fn main() {
             std::process::exit(2)
         }
     };
+    let secs_arg = |i: usize, default: f64| match args.get(i).map(|n| n.parse::<f64>()) {
+        None => default,
+        Some(Ok(v)) if v >= 0.0 => v,
+        Some(_) => {
+            eprintln!("SECS and FROM must be non-negative numbers");
+            std::process::exit(2)
+        }
+    };
+    let (secs, from) = (secs_arg(3, 20.0), secs_arg(4, 3.0));
+    if from >= secs {
+        eprintln!("FROM must be less than SECS");
+        std::process::exit(2)
+    }
     let ms = Duration::from_millis;
     println!(
-        "# {} / {}: 20 Mbit/s, 40 ms, BDP buffer, 20 s, {seeds} seeds",
+        "# {} / {}: 20 Mbit/s, 40 ms, BDP buffer, {secs} s, shares from {from} s, {seeds} seeds",
         a.name(),
         b.name()
     );
@@ -89,7 +105,12 @@ fn main() {
                     sim.add_flow(fa);
                     (1, 0)
                 };
-                let r = sim.run(Duration::from_secs(20), Duration::from_secs(3));
+                // Shares while both run: SECS and FROM count from the later start.
+                let late = ms(a_start.max(b_start)).as_secs_f64();
+                let r = sim.run(
+                    Duration::from_secs_f64(secs + late),
+                    Duration::from_secs_f64(from + late),
+                );
                 ratios.push(r.flows[ia].throughput_bps / r.flows[ib].throughput_bps.max(1.0));
                 competitive += r.flows[ia].mean_metric("competitive").unwrap_or(0.0) / seeds as f64;
             }

@@ -63,12 +63,14 @@
 //!
 //! See `docs/congestion.md` for the reasoning and the simulator results.
 
+mod capacity;
 mod competitive;
 mod config;
 mod loss;
 
 use std::time::{Duration, Instant};
 
+use capacity::Capacity;
 use competitive::{CutWatch, DrainCheck, Recheck};
 pub use config::HybridConfig;
 use loss::LossRate;
@@ -114,6 +116,9 @@ pub struct HybridStats {
     /// Congestion events skipped in the competitive mode because this
     /// flow's share was below another's ([`HybridConfig::competitive_share_balance`]).
     pub share_skips: u64,
+    /// Rechecks started by a loss of a packet sent after a slow-start exit
+    /// on delay ([`HybridConfig::competitive_start_entry`]).
+    pub start_entries: u64,
 }
 
 /// The hybrid controller. See the module documentation.
@@ -238,6 +243,15 @@ pub struct Hybrid {
     other_share: Option<(Instant, f64)>,
     /// The window after the recheck that measured `own_share`.
     share_base: f64,
+    /// The last slow-start exit on delay: when, the largest packet number
+    /// sent then, and the window before the exit's cut
+    /// ([`HybridConfig::competitive_start_entry`]).
+    hs_exit: Option<(Instant, u64, f64)>,
+    /// The bottleneck's capacity from ACK dispersion, and this flow's
+    /// delivery rate averaged over about 32 ACK events
+    /// ([`HybridConfig::competitive_capacity_share`]).
+    capacity: Capacity,
+    own_rate: Option<f64>,
     /// Highest filtered queueing delay since the last reduction, and when.
     queue_peak: Option<(Instant, Duration)>,
     /// A fall of the queue below `RECIPROCITY_DROP` of the peak without a
@@ -329,6 +343,9 @@ impl Hybrid {
             share_base: 0.0,
             queue_peak: None,
             drop_watch: None,
+            hs_exit: None,
+            capacity: Capacity::new(),
+            own_rate: None,
             cfg,
         }
     }
@@ -705,7 +722,10 @@ impl Controller for Hybrid {
         if self.competitive {
             out("own_backoffs", self.own_cuts as f64);
             out("other_reductions", self.their_cuts as f64);
-            if let Some(s) = self.current_share() {
+            if let Some(c) = self.capacity.estimate() {
+                out("capacity_mbps", c * 8e-6);
+            }
+            if let Some(s) = self.own_share_now() {
                 out("own_share", s);
             }
             if let Some((_, s)) = self.other_share {
@@ -759,6 +779,14 @@ impl Controller for Hybrid {
                 self.ack_history.pop_front();
             }
             self.ack_history.push_back((ev.now, self.acked_bytes));
+            if self.cfg.competitive_capacity_share {
+                let queued = self.queue_detected();
+                self.capacity.on_ack(ev.now, ev.acked, queued);
+                if let Some(r) = self.delivery_rate() {
+                    let avg = self.own_rate.get_or_insert(r);
+                    *avg += (r - *avg) / 16.0;
+                }
+            }
         }
         let mss = self.cfg.common.mss as f64;
         // Classify packets by the queue they met: an acknowledged packet by
@@ -801,6 +829,7 @@ impl Controller for Hybrid {
         }
 
         if ev.lost.iter().any(|l| self.send.loss_counts(l.pkt_num)) {
+            self.start_entry(ev);
             let mut beta_delay = self.delay_beta();
             if self.slow_start
                 && beta_delay < 1.0
@@ -906,6 +935,11 @@ impl Controller for Hybrid {
                 // The window doubled during the RTT the delay signal took to
                 // arrive: fall back to the estimated BDP (never below what
                 // the last round delivered or the initial window).
+                self.hs_exit = self
+                    .send
+                    .largest_sent
+                    .map(|l| (ev.now, l, self.cwnd))
+                    .filter(|_| self.cfg.competitive && self.cfg.competitive_start_entry);
                 if let Some(bdp) = self.bdp_estimate() {
                     let floor = self
                         .delivered_per_round()

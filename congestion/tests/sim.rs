@@ -963,3 +963,43 @@ fn cubic_hystart_ends_slow_start_before_the_overflow() {
     assert!(hs_drops * 4 <= plain_drops, "{hs_drops} vs {plain_drops}");
     assert!(hs_util > 0.9, "{hs_util}");
 }
+
+/// The start against CUBIC, measured as the emulated link's 20 MB cells
+/// are: shares from the start over the 9 s both run (hybrid's receiver
+/// acknowledging every packet, CUBIC's every second one, as ours and
+/// ngtcp2's clients do). Hybrid's slow start ends on the delay both flows
+/// cause, CUBIC's at the overflow with several times the window, and
+/// measured from 3 s over 20 s (`simcompete`'s default) that deficit
+/// hardly shows. The start entry and the share read from the capacity
+/// (docs/congestion.md §3.4) take it back within the transfer: median of
+/// five seeds 1.02 here, 0.52 without them (`simcompete hybrid cubic 7 9
+/// 0`, third column: 0.88 against 0.52).
+#[test]
+fn hybrid_recovers_the_start_deficit_against_cubic() {
+    use congestion::HybridConfig;
+    let median = |cfg: HybridConfig| {
+        let mut r: Vec<f64> = (1..=5u64)
+            .map(|seed| {
+                let mut link = LinkConfig::bdp_buffer(20.0, ms(40));
+                link.seed = seed;
+                let mut sim = Simulation::new(link);
+                sim.add_flow(coded_hybrid(cfg.clone(), ms(40)).starting_at(ms(seed * 7)));
+                let mut cubic = Algo::Cubic.flow(ms(40));
+                cubic.acks = AckPolicy::quiche();
+                sim.add_flow(cubic);
+                ratio(&sim.run(secs(9), Duration::ZERO))
+            })
+            .collect();
+        r.sort_by(f64::total_cmp);
+        r[2]
+    };
+    let with = median(HybridConfig::default());
+    let without = median(HybridConfig {
+        competitive_start_entry: false,
+        competitive_capacity_share: false,
+        ..HybridConfig::default()
+    });
+    println!("hybrid / cubic over the first 9 s: {with:.2}, without the start entry and the capacity share {without:.2}");
+    assert!((0.75..=1.25).contains(&with), "{with}");
+    assert!(with > without + 0.2, "{with} vs {without}");
+}

@@ -1276,8 +1276,11 @@ fn hybrid_tolerates_a_few_packets_of_queue_under_random_loss() {
 #[test]
 fn hybrid_with_a_small_share_skips_events_and_catches_up() {
     let run = |balance: bool| {
+        // The share from the recheck: this driver's ACKs come at the send
+        // spacing, so the ACK dispersion shows no bottleneck.
         let (mut d, mut t) = hybrid_after_two_overflows(HybridConfig {
             competitive_share_balance: balance,
+            competitive_capacity_share: false,
             ..HybridConfig::default()
         });
         hybrid_feed(&mut d, &mut t, 1300, 80);
@@ -1298,4 +1301,58 @@ fn hybrid_with_a_small_share_skips_events_and_catches_up() {
     assert_eq!(skips_off, 0);
     assert_eq!(beta_off, Some(0.7));
     assert!(growth > growth_off + 1.0, "{growth} vs {growth_off}");
+}
+
+/// `HybridConfig::competitive_start_entry`: after a slow-start exit on
+/// delay the window is at most the measured bandwidth-delay product, so a
+/// loss of a packet sent after the exit means another flow filled the
+/// buffer (a loss-based slow start overshooting). The recheck that enters
+/// the competitive mode starts at once, without the drain watch, and the
+/// mode begins with the window of the exit.
+#[test]
+fn hybrid_loss_after_its_delay_exit_starts_the_recheck_at_once() {
+    // The exit of `hybrid_hystart_exits_on_eight_delayed_samples_and_falls_back_to_bdp`
+    // (98 packets, cut to 80), then another flow's queue of 40 ms and a
+    // loss at `loss_at` ms of a packet sent after the exit (or, with
+    // `before`, of the last packet sent before it).
+    let run = |cfg: HybridConfig, loss_at: u64, before: bool| {
+        let common = CommonConfig {
+            initial_window_packets: 60,
+            ..common()
+        };
+        let mut d = Driver::new(Hybrid::new(HybridConfig { common, ..cfg }));
+        d.send(60);
+        for i in 0..20u64 {
+            d.at(ms(40 + i));
+            let rtt = if i < 12 { ms(40) } else { ms(47) };
+            d.event(2 * i..2 * i + 2, &[], rtt);
+        }
+        assert_eq!(d.cc.stats().hystart_exits, 1);
+        let mut t = 60;
+        hybrid_feed(&mut d, &mut t, loss_at, 80);
+        let r = d.send(2);
+        t += 10;
+        d.at(ms(t));
+        let lost = if before { 59 } else { r.start };
+        d.event(r.end - 1..r.end, &[lost], ms(80));
+        hybrid_feed(&mut d, &mut t, 700, 80);
+        d
+    };
+    let d = run(HybridConfig::default(), 200, false);
+    assert_eq!(d.cc.stats().start_entries, 1);
+    assert_eq!(d.cc.stats().competitive_rechecks, 1);
+    assert!(d.cc.competitive());
+    assert!(d.cwnd_pkts() >= 98.0, "{}", d.cwnd_pkts());
+    // Without it the drain watch is still running at 700 ms.
+    let off = HybridConfig {
+        competitive_start_entry: false,
+        ..HybridConfig::default()
+    };
+    let d = run(off, 200, false);
+    assert_eq!(d.cc.stats().start_entries, 0);
+    assert!(!d.cc.competitive());
+    // A packet sent before the exit belongs to slow start's overshoot.
+    let d = run(HybridConfig::default(), 200, true);
+    assert_eq!(d.cc.stats().start_entries, 0);
+    assert!(!d.cc.competitive());
 }

@@ -46,6 +46,9 @@ const SHARE_CATCHUP_RTTS: f64 = 8.0;
 /// recheck.
 const SHARE_MAX_GROWTH: f64 = 2.0;
 const SHARE_REMEASURE_AFTER: Duration = Duration::from_secs(1);
+/// [`HybridConfig::competitive_start_entry`] looks this long after a
+/// slow-start exit on delay.
+const START_ENTRY_WITHIN: Duration = Duration::from_secs(2);
 /// The fraction of its window another flow is taken to give up at a
 /// reduction: between CUBIC's 0.3 and Reno's 0.5, so that the share read
 /// from the fall is at most 1.25 times a Reno flow's (hybrid then takes
@@ -180,6 +183,36 @@ impl Hybrid {
                 self.drop_watch = Some((now + self.srtt * 2, p));
             }
         }
+    }
+
+    /// [`HybridConfig::competitive_start_entry`]: a loss of a packet sent
+    /// after a slow-start exit on delay, within `START_ENTRY_WITHIN` of it.
+    /// Sent at a window cut to the measured bandwidth-delay product, such a
+    /// packet meets a full buffer only if another flow filled it (a
+    /// loss-based slow start overshooting): the recheck is requested at
+    /// once, without the drain watch, and the mode is entered with the
+    /// window this flow had when the queue appeared.
+    pub(super) fn start_entry(&mut self, ev: &CongestionEvent<'_>) {
+        let Some((at, pkt, window)) = self.hs_exit else {
+            return;
+        };
+        if ev.now.saturating_duration_since(at) > START_ENTRY_WITHIN {
+            self.hs_exit = None;
+            return;
+        }
+        if self.competitive
+            || self.slow_start
+            || self.recheck.is_some()
+            || self.recheck_due.is_some()
+            || !self.random_loss_free()
+            || !ev.lost.iter().any(|l| l.pkt_num > pkt)
+        {
+            return;
+        }
+        self.hs_exit = None;
+        self.stats.start_entries += 1;
+        self.entry_window = Some(window);
+        self.request_recheck(ev.now, true);
     }
 
     /// Enters the competitive mode. The Equation (1) backoffs at the
@@ -323,14 +356,37 @@ impl Hybrid {
             .map(|(_, s, w)| (s * self.cwnd / w.max(1.0)).min(1.0))
     }
 
+    /// This flow's share from its delivery rate and the bottleneck's
+    /// capacity ([`HybridConfig::competitive_capacity_share`]).
+    fn capacity_share(&self) -> Option<f64> {
+        if !self.cfg.competitive_capacity_share {
+            return None;
+        }
+        let c = self.capacity.estimate()?;
+        Some((self.own_rate? / c).min(1.0))
+    }
+
+    /// This flow's share as the share balance reads it now.
+    pub(super) fn own_share_now(&self) -> Option<f64> {
+        self.capacity_share().or_else(|| self.current_share())
+    }
+
     /// This flow's share and the reference share: the last reducing flow's,
     /// at most the rest (or the rest until a reduction was seen: one other
-    /// flow), and the window of the measurement. `None` without a
-    /// measurement of this flow's share in the last `SHARE_MAX_AGE`.
+    /// flow), and the largest window the balance may grow to: twice the
+    /// window of the recheck that measured the share, unbounded when the
+    /// share is read from the capacity (read afresh at every ACK). `None`
+    /// without a share: no capacity estimate and no recheck measurement in
+    /// the last `SHARE_MAX_AGE`.
     fn shares(&self, now: Instant) -> Option<(f64, f64, f64)> {
         let fresh = |t: Instant| now.saturating_duration_since(t) <= SHARE_MAX_AGE;
-        let (_, _, w) = self.own_share.filter(|&(t, _, _)| fresh(t))?;
-        let own = self.current_share()?;
+        let (own, cap) = match self.capacity_share() {
+            Some(own) => (own, f64::INFINITY),
+            None => {
+                let (_, _, w) = self.own_share.filter(|&(t, _, _)| fresh(t))?;
+                (self.current_share()?, SHARE_MAX_GROWTH * w.max(self.share_base))
+            }
+        };
         // The reference cannot exceed what this flow leaves: a reduction
         // read too deep (two flows backing off together) must not make it
         // grab more than an equal split with one other flow.
@@ -339,7 +395,7 @@ impl Hybrid {
             Some((t, s)) if fresh(t) => s.min(rest),
             _ => rest,
         };
-        Some((own, other, w))
+        Some((own, other, cap))
     }
 
     /// The window at which this flow's share would reach the reference,
@@ -354,11 +410,11 @@ impl Hybrid {
         if self.shallow_buffer(now) {
             return None;
         }
-        let (own, other, w) = self.shares(now)?;
+        let (own, other, cap) = self.shares(now)?;
         if own >= SHARE_BEHIND * other {
             return None;
         }
-        let target = (self.cwnd * other / own.max(0.01)).min(SHARE_MAX_GROWTH * w.max(self.share_base));
+        let target = (self.cwnd * other / own.max(0.01)).min(cap);
         (target > self.cwnd).then_some(target)
     }
 
@@ -367,10 +423,9 @@ impl Hybrid {
     /// periodic one.
     fn share_capped(&self, now: Instant) -> bool {
         self.cfg.competitive_share_balance
-            && self.shares(now).is_some_and(|(own, other, w)| {
-                own < SHARE_BEHIND * other
-                    && self.cwnd >= 0.95 * SHARE_MAX_GROWTH * w.max(self.share_base)
-            })
+            && self
+                .shares(now)
+                .is_some_and(|(own, other, cap)| own < SHARE_BEHIND * other && self.cwnd >= 0.95 * cap)
     }
 
     /// Whether this flow is behind ([`HybridConfig::competitive_share_balance`]).

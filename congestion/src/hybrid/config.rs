@@ -157,6 +157,25 @@ pub struct HybridConfig {
     /// at a quarter of another's window converges over tens of seconds.
     /// The reference is one flow's share, not the other flows' total.
     pub competitive_share_balance: bool,
+    /// With the competitive mode: a loss of a packet sent after a
+    /// slow-start exit on delay (within 2 s of it) starts the recheck that
+    /// enters the mode at once, with the window of the exit, instead of an
+    /// Equation (1) backoff and the drain watch (about a second). After the
+    /// exit the window is at most the measured bandwidth-delay product, so
+    /// such a loss means another flow's slow start overshot the buffer; a
+    /// loss-based competitor otherwise keeps the window of its overshoot
+    /// while hybrid waits at the one it cut to (docs/congestion.md §3.4).
+    pub competitive_start_entry: bool,
+    /// The share balance reads this flow's share as its delivery rate over
+    /// the bottleneck's capacity, estimated from ACK dispersion (the most
+    /// frequent rate of pairs of packets acknowledged one after the other
+    /// while a queue stands), instead of from the RTT's fall at a recheck,
+    /// once 64 such pairs were seen. The fall is read while the other flow
+    /// is not in a steady state (after the start it refills the queue
+    /// during the cut: a share read 2.5 times too small on the link;
+    /// quiche's CUBIC dips and refills it every other round trip: twice
+    /// too large).
+    pub competitive_capacity_share: bool,
     /// While a queue is detected and random loss is not (see
     /// `competitive_max_random_loss`), scale the additive increase by
     /// `3 (1 - beta) / (1 + beta)` for the factor `beta` of the last backoff
@@ -271,6 +290,8 @@ impl Default for HybridConfig {
             competitive_recheck_timing: true,
             competitive_reciprocity: 1,
             competitive_share_balance: true,
+            competitive_start_entry: true,
+            competitive_capacity_share: true,
             friendly_increase: true,
             drain_probe_after: 8,
             drain_probe_min: Duration::from_millis(500),
