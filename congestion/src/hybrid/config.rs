@@ -146,10 +146,12 @@ pub struct HybridConfig {
     /// disables it.
     pub competitive_reciprocity: u64,
     /// Share balance in the competitive mode (docs/congestion.md §3.4): this
-    /// flow's share of the bytes in flight is read from the relative fall
-    /// of the RTT when a recheck cuts its window (a cut by a fraction `f`
-    /// of a share `s` lowers the RTT by `f s`), another flow's from the
-    /// fall at its own reduction (0.3 of its share, for CUBIC's 0.7).
+    /// flow's share is its delivery rate over the bottleneck's capacity
+    /// (`competitive_capacity_share`), or, without a capacity estimate,
+    /// read from the relative fall of the RTT when a recheck cuts its
+    /// window (a cut by a fraction `f` of a share `s` lowers the RTT by
+    /// `f s`); another flow's from the fall at its own reduction (taken as
+    /// 0.4 of its share).
     /// While this flow's share is below 0.8 of the last reducing flow's,
     /// it skips congestion events (rounds losing less than a fifth of the
     /// window), so CUBIC's growth takes it towards that share instead of
