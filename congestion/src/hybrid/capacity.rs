@@ -24,6 +24,8 @@ const GROWTH: f64 = 1.0 + 1.0 / 2048.0;
 const MIN_GAP: Duration = Duration::from_micros(20);
 /// Samples before an estimate is given.
 const MIN_SAMPLES: u64 = 64;
+/// Samples between recomputations of the estimate.
+const RECOMPUTE_EVERY: u64 = 16;
 /// The share of the samples' weight the capacity's bins must hold.
 const MIN_FRACTION: f64 = 0.1;
 
@@ -36,6 +38,9 @@ pub(super) struct Capacity {
     counts: Vec<f64>,
     weight: f64,
     samples: u64,
+    /// The estimate, recomputed every `RECOMPUTE_EVERY` samples (it is read
+    /// for every acknowledged packet in the competitive mode).
+    estimate: Option<f64>,
 }
 
 impl Capacity {
@@ -45,6 +50,7 @@ impl Capacity {
             counts: vec![0.0; BINS],
             weight: 1.0,
             samples: 0,
+            estimate: None,
         }
     }
 
@@ -87,27 +93,36 @@ impl Capacity {
             }
             self.weight = 1.0;
         }
+        if self.samples >= MIN_SAMPLES && self.samples.is_multiple_of(RECOMPUTE_EVERY) {
+            self.estimate = self.compute();
+        }
+    }
+
+    /// The capacity in bytes per second (see [`Capacity::compute`]), as of
+    /// the last multiple of `RECOMPUTE_EVERY` samples; `None` before
+    /// `MIN_SAMPLES` samples.
+    pub(super) fn estimate(&self) -> Option<f64> {
+        self.estimate
     }
 
     /// The capacity in bytes per second: the centre of the fastest bin
     /// whose neighbourhood (itself and one bin each side) holds at least
-    /// `MIN_FRACTION` of the weight; `None` before `MIN_SAMPLES` samples.
+    /// `MIN_FRACTION` of the weight.
     /// Not the most frequent bin: two paced flows interleave their packets
     /// regularly, so that the most frequent gap may be two or three
     /// transmission times; the one-transmission gaps are fewer but always
     /// the fastest group. ACK compression spreads over faster bins, none
     /// of which gathers that fraction.
-    pub(super) fn estimate(&self) -> Option<f64> {
-        if self.samples < MIN_SAMPLES {
-            return None;
-        }
+    fn compute(&self) -> Option<f64> {
         let total: f64 = self.counts.iter().sum();
         let score = |i: usize| {
             self.counts[i.saturating_sub(1)..(i + 2).min(BINS)]
                 .iter()
                 .sum::<f64>()
         };
-        let first = (0..BINS).rev().find(|&i| score(i) >= MIN_FRACTION * total)?;
+        let first = (0..BINS)
+            .rev()
+            .find(|&i| score(i) >= MIN_FRACTION * total)?;
         // The fastest qualifying neighbourhood's own peak.
         let best = (first.saturating_sub(1)..(first + 2).min(BINS))
             .max_by(|&a, &b| self.counts[a].total_cmp(&self.counts[b]))?;
@@ -188,7 +203,11 @@ mod tests {
         assert_eq!(c.samples, 0);
         for p in 0..200u64 {
             // Every other packet missing (lost or acknowledged out of order).
-            c.on_ack(t0 + Duration::from_millis(300 + p), &acked(1000 + 2 * p), true);
+            c.on_ack(
+                t0 + Duration::from_millis(300 + p),
+                &acked(1000 + 2 * p),
+                true,
+            );
         }
         assert_eq!(c.samples, 0);
         assert_eq!(c.estimate(), None);
