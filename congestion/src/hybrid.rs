@@ -247,6 +247,9 @@ pub struct Hybrid {
     /// sent then, and the window before the exit's cut
     /// ([`HybridConfig::competitive_start_entry`]).
     hs_exit: Option<(Instant, u64, f64)>,
+    /// Packets sent (its parity places a packet in its pair,
+    /// [`HybridConfig::paced_pairs`]).
+    sent_count: u64,
     /// The bottleneck's capacity from ACK dispersion, and this flow's
     /// delivery rate averaged over about 32 ACK events
     /// ([`HybridConfig::competitive_capacity_share`]).
@@ -271,6 +274,10 @@ fn hystart_threshold(base: Duration) -> Duration {
 
 /// ACK events kept for the short-term delivery-rate estimate.
 const ACK_HISTORY: usize = 16;
+
+/// With [`HybridConfig::paced_pairs`], the second packet of a pair follows
+/// the first after this fraction of the mean gap.
+const PAIR_GAP_DIVISOR: f64 = 16.0;
 
 /// RTT samples that must all show the delay increase (HyStart++ uses 8).
 const HS_SAMPLES: usize = 8;
@@ -344,6 +351,7 @@ impl Hybrid {
             queue_peak: None,
             drop_watch: None,
             hs_exit: None,
+            sent_count: 0,
             capacity: Capacity::new(),
             own_rate: None,
             cfg,
@@ -743,6 +751,7 @@ impl Controller for Hybrid {
         _rtx: bool,
     ) {
         self.send.on_sent(pkt_num);
+        self.sent_count += 1;
         if self.round_end.is_none() {
             self.round_end = Some(pkt_num);
         }
@@ -1018,13 +1027,29 @@ impl Controller for Hybrid {
 
     window_accessors!();
 
-    fn pacing_rate(&self, _bif: usize) -> Option<u64> {
+    fn mean_pacing_rate(&self, _bif: usize) -> Option<u64> {
         Some(slow_start_aware_rate(
             self.cwnd,
             self.srtt,
             self.cfg.pacing_gain,
             self.slow_start,
         ))
+    }
+
+    fn pacing_rate(&self, bif: usize) -> Option<u64> {
+        let rate = self.mean_pacing_rate(bif)?;
+        if !self.cfg.paced_pairs || !self.competitive {
+            return Some(rate);
+        }
+        // Asked right after a packet is sent, for the gap to the next one:
+        // after the first of a pair almost none, after the second the rest
+        // of two packets' time, so the average rate is unchanged.
+        let r = rate as f64;
+        Some(if self.sent_count % 2 == 1 {
+            r * PAIR_GAP_DIVISOR
+        } else {
+            r * PAIR_GAP_DIVISOR / (2.0 * PAIR_GAP_DIVISOR - 1.0)
+        } as u64)
     }
 
     fn state_str(&self) -> &'static str {

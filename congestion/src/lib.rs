@@ -345,6 +345,13 @@ pub trait Controller: Send + Sync + Debug {
         None
     }
 
+    /// The pacing rate averaged over the next few packets, for logs: a
+    /// controller that paces in bursts (hybrid's pairs) answers
+    /// [`Controller::pacing_rate`] with the gap to the next packet alone.
+    fn mean_pacing_rate(&self, bytes_in_flight: usize) -> Option<u64> {
+        self.pacing_rate(bytes_in_flight)
+    }
+
     /// The controller's bandwidth estimate in bytes per second, if it has one.
     fn bandwidth_estimate(&self) -> Option<u64> {
         None

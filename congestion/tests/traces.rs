@@ -1356,3 +1356,38 @@ fn hybrid_loss_after_its_delay_exit_starts_the_recheck_at_once() {
     assert_eq!(d.cc.stats().start_entries, 0);
     assert!(!d.cc.competitive());
 }
+
+/// `HybridConfig::paced_pairs`: in the competitive mode every second
+/// packet follows the one before after a sixteenth of the mean gap, and the
+/// gap after it makes up the rest, so a pair takes as long as two packets
+/// at the mean rate (which `mean_pacing_rate` reports, for logs); with the
+/// knob off every gap is the mean one.
+#[test]
+fn hybrid_paces_in_pairs_in_the_competitive_mode() {
+    let gaps = |cfg: HybridConfig| {
+        let (mut d, mut t) = hybrid_after_two_overflows(cfg);
+        hybrid_feed(&mut d, &mut t, 1300, 80);
+        assert!(d.cc.competitive());
+        let mean = d.cc.mean_pacing_rate(0).unwrap() as f64;
+        // Gaps after each of four packets, in mean gaps.
+        (0..4)
+            .map(|_| {
+                d.send(1);
+                mean / d.cc.pacing_rate(0).unwrap() as f64
+            })
+            .collect::<Vec<f64>>()
+    };
+    let on = gaps(HybridConfig::default());
+    for pair in on.chunks(2) {
+        assert!((pair[0] + pair[1] - 2.0).abs() < 0.01, "{on:?}");
+        let (short, long) = (pair[0].min(pair[1]), pair[0].max(pair[1]));
+        assert!((short - 1.0 / 16.0).abs() < 0.01, "{on:?}");
+        assert!(long > 1.9, "{on:?}");
+    }
+    assert!((on[0] - on[2]).abs() < 0.01, "pairs alternate: {on:?}");
+    let off = gaps(HybridConfig {
+        paced_pairs: false,
+        ..HybridConfig::default()
+    });
+    assert!(off.iter().all(|g| (g - 1.0).abs() < 1e-3), "{off:?}");
+}

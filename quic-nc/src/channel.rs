@@ -131,7 +131,7 @@ impl Channel {
         if let Some(s) = cc.ssthresh() {
             data["ssthresh"] = s.into();
         }
-        if let Some(p) = cc.pacing_rate(0) {
+        if let Some(p) = cc.mean_pacing_rate(0) {
             data["pacing_rate"] = p.into();
         }
         cc.metrics(&mut |name, value| {

@@ -3,7 +3,10 @@
 //! so two packets of this flow that left the queue one after the other are
 //! acknowledged a transmission time apart. Another flow's packets between
 //! them stretch the gap to two, three, ... transmission times; ACK
-//! compression shrinks it. The capacity is the fastest rate that a tenth
+//! compression shrinks it. A pair counts only when its ACKs are further
+//! apart than it was sent (the bottleneck spread it): an evenly paced
+//! flow's gaps are its own rate, which the estimate read when the flow's
+//! share was small, hence hybrid's paced pairs in the competitive mode. The capacity is the fastest rate that a tenth
 //! of the samples share, in bins an eighth of an octave wide, counts
 //! decaying with new samples (docs/congestion.md §3.4, share balance).
 
@@ -22,6 +25,9 @@ const BINS: usize = 24 * BINS_PER_OCTAVE as usize;
 const GROWTH: f64 = 1.0 + 1.0 / 2048.0;
 /// Gaps shorter than this are ACK compression (ACKs handled in one batch).
 const MIN_GAP: Duration = Duration::from_micros(20);
+/// A sample counts only if its ACK gap is wider than its send gap by this
+/// factor (the bottleneck spread the pair).
+const MIN_SPREAD: f64 = 1.25;
 /// Samples before an estimate is given.
 const MIN_SAMPLES: u64 = 64;
 /// Samples between recomputations of the estimate.
@@ -32,9 +38,9 @@ const MIN_FRACTION: f64 = 0.1;
 /// See the module documentation.
 #[derive(Clone, Debug)]
 pub(super) struct Capacity {
-    /// The previous ACK event: when, and the largest packet number it
-    /// acknowledged.
-    last: Option<(Instant, u64)>,
+    /// The previous ACK event: when, the largest packet number it
+    /// acknowledged, and when that packet was sent.
+    last: Option<(Instant, u64, Instant)>,
     counts: Vec<f64>,
     weight: f64,
     samples: u64,
@@ -64,15 +70,24 @@ impl Capacity {
             return;
         };
         let contiguous = acked.windows(2).all(|w| w[1].pkt_num == w[0].pkt_num + 1);
-        if let Some((t, largest)) = self.last {
+        if let Some((t, largest, sent)) = self.last {
             let gap = now.saturating_duration_since(t);
-            if queued && contiguous && first.pkt_num == largest + 1 && gap >= MIN_GAP {
+            // Only the bottleneck spreads a pair: an ACK gap no wider than
+            // the send gap is this flow's own pacing (or ACK compression)
+            // and says nothing about the capacity.
+            let send_gap = first.time_sent.saturating_duration_since(sent);
+            if queued
+                && contiguous
+                && first.pkt_num == largest + 1
+                && gap >= MIN_GAP
+                && gap.as_secs_f64() > MIN_SPREAD * send_gap.as_secs_f64()
+            {
                 let bytes: usize = acked.iter().map(|a| a.bytes).sum();
                 self.add(bytes as f64 / gap.as_secs_f64());
             }
         }
-        if self.last.is_none_or(|(_, l)| last.pkt_num > l) {
-            self.last = Some((now, last.pkt_num));
+        if self.last.is_none_or(|(_, l, _)| last.pkt_num > l) {
+            self.last = Some((now, last.pkt_num, last.time_sent));
         }
     }
 
@@ -190,6 +205,46 @@ mod tests {
             c.on_ack(t, &acked(p), true);
         }
         let est = c.estimate().unwrap();
+        assert!((est / 1.25e6 - 1.0).abs() < 0.1, "{est}");
+    }
+
+    /// A flow with a fifth of a 10 Mbit/s bottleneck paced evenly: its
+    /// packets leave the queue at its own send spacing (others between
+    /// them), which says nothing about the capacity, and ACK-compressed
+    /// gaps narrower than the send spacing neither. Paced in pairs (the
+    /// second a sixteenth of the mean gap after the first), each pair
+    /// leaves one transmission time apart and the estimate is the capacity.
+    #[test]
+    fn only_gaps_the_bottleneck_widened_count() {
+        let tx = Duration::from_secs_f64(1250.0 / 1.25e6);
+        let mean = tx * 5;
+        let run = |pairs: bool| {
+            let mut c = Capacity::new();
+            let t0 = Instant::now();
+            let (mut sent, mut acked_at) = (t0, t0 + Duration::from_millis(40));
+            for p in 0..2000u64 {
+                let (send_gap, ack_gap) = match (pairs, p % 2) {
+                    (true, 1) => (mean / 16, tx),
+                    (true, _) => (mean * 2 - mean / 16, mean * 2 - tx),
+                    // Every fifth gap ACK-compressed.
+                    (false, _) if p % 5 == 4 => (mean, Duration::from_micros(30)),
+                    (false, _) => (mean, mean),
+                };
+                sent += send_gap;
+                acked_at += ack_gap;
+                let a = [AckedPacket {
+                    pkt_num: p,
+                    time_sent: sent,
+                    bytes: 1250,
+                }];
+                c.on_ack(acked_at, &a, true);
+            }
+            (c.samples, c.estimate())
+        };
+        let (samples, est) = run(false);
+        assert_eq!((samples, est), (0, None));
+        let (_, est) = run(true);
+        let est = est.unwrap();
         assert!((est / 1.25e6 - 1.0).abs() < 0.1, "{est}");
     }
 

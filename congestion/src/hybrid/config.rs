@@ -31,6 +31,17 @@ pub struct HybridConfig {
     pub queue_range_window: Duration,
     /// Enable the excess-loss detector.
     pub excess_loss: bool,
+    /// Pace in pairs in the competitive mode: every second packet follows
+    /// the one before almost at once, and the gap after it is twice as
+    /// long (the rate is unchanged). The pair meets the bottleneck back to
+    /// back, so its ACKs are one transmission time apart and the capacity
+    /// estimate ([`HybridConfig::competitive_capacity_share`]) reads the
+    /// bottleneck even when this flow's share is small. Evenly paced, each
+    /// packet had other flows' packets ahead of it, and the estimate read
+    /// this flow's own rate (6.2-6.8 Mbit/s on the 20 Mbit/s link, joining
+    /// behind ngtcp2's CUBIC). quiche's pacer sends such pairs itself only
+    /// while the window is not full (lumpy pacing).
+    pub paced_pairs: bool,
     /// Enable the loss/queueing correlation test
     /// ([`Hybrid::loss_delay_correlated`]).
     pub loss_correlation: bool,
@@ -273,6 +284,7 @@ impl Default for HybridConfig {
             queue_range_frac: 0.5,
             queue_range_window: Duration::from_secs(2),
             excess_loss: true,
+            paced_pairs: true,
             loss_correlation: true,
             excess_sigma: 3.0,
             excess_slack: 2.0,
