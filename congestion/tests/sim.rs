@@ -987,7 +987,7 @@ fn hybrid_recovers_the_start_deficit_against_cubic() {
                 let mut link = LinkConfig::bdp_buffer(20.0, ms(40));
                 link.seed = seed;
                 let mut sim = Simulation::new(link);
-                sim.add_flow(coded_hybrid(cfg.clone(), ms(40)).starting_at(ms(seed * 7)));
+                sim.add_flow(coded_hybrid(cfg, ms(40)).starting_at(ms(seed * 7)));
                 let mut cubic = Algo::Cubic.flow(ms(40));
                 cubic.acks = AckPolicy::quiche();
                 sim.add_flow(cubic);
