@@ -6,9 +6,10 @@
 //! compression shrinks it. A pair counts only when its ACKs are further
 //! apart than it was sent (the bottleneck spread it): an evenly paced
 //! flow's gaps are its own rate, which the estimate read when the flow's
-//! share was small, hence hybrid's paced pairs in the competitive mode. The capacity is the fastest rate that a tenth
-//! of the samples share, in bins an eighth of an octave wide, counts
-//! decaying with new samples (docs/congestion.md §3.4, share balance).
+//! share was small, hence hybrid's paced pairs in the competitive mode.
+//! The capacity is the fastest rate that a tenth of the samples share, in
+//! bins an eighth of an octave wide, counts decaying with new samples
+//! (docs/congestion.md §3.4, share balance).
 
 use std::time::{Duration, Instant};
 
