@@ -1074,6 +1074,74 @@ fn hybrid_behind_a_full_buffer_enters_the_mode_early_and_backs_off_in_turn() {
     assert!(d.cwnd_pkts() < w, "{} vs {w}", d.cwnd_pkts());
 }
 
+/// Pairs of packets sent together every 10 ms behind the 40 ms queue,
+/// each acknowledged 80 ms after it was sent, its two ACKs `ack_gap` ms
+/// apart: the capacity estimate reads one packet per `ack_gap`, the
+/// delivery rate one packet per 5 ms. With `lose`, the first packet of
+/// the last pair acknowledged is declared lost instead (an overflow).
+fn hybrid_feed_pairs(
+    d: &mut Driver<Hybrid>,
+    t: &mut u64,
+    flight: &mut std::collections::VecDeque<std::ops::Range<u64>>,
+    until: u64,
+    ack_gap: u64,
+    lose: bool,
+) {
+    while *t < until {
+        flight.push_back(d.send(2));
+        if flight.len() <= 8 {
+            *t += 10;
+            continue;
+        }
+        let r = flight.pop_front().unwrap();
+        let last = *t + 10 >= until;
+        d.at(ms(*t));
+        if lose && last {
+            d.event(r.start + 1..r.end, &[r.start], ms(80));
+        } else {
+            d.event(r.start..r.start + 1, &[], ms(80));
+            d.at(ms(*t + ack_gap));
+            d.event(r.start + 1..r.end, &[], ms(80));
+        }
+        *t += 10;
+    }
+}
+
+/// Reciprocity skips a small congestion event while this flow has backed
+/// off more often than it saw the competitor reduce, but not while the
+/// capacity share reads it ahead of the reference: against a CUBIC that
+/// rolls its reductions back (no reduction is ever seen), skipping there
+/// took 1.55 times that CUBIC's share on the link.
+#[test]
+fn hybrid_ahead_of_its_share_answers_what_reciprocity_would_skip() {
+    // ack_gap 4 ms: share 0.8, ahead of the rest (0.2); 1 ms: share 0.2,
+    // behind it (the share balance skips instead).
+    for (ack_gap, ahead) in [(4, true), (1, false)] {
+        let (mut d, mut t) = hybrid_after_two_overflows(HybridConfig::default());
+        hybrid_feed(&mut d, &mut t, 1300, 80);
+        assert!(d.cc.competitive());
+        let mut flight = std::collections::VecDeque::new();
+        // About 100 pairs: more than the 64 samples the estimate needs.
+        hybrid_feed_pairs(&mut d, &mut t, &mut flight, 2300, ack_gap, true);
+        let first = d.cc.last_beta();
+        hybrid_feed_pairs(&mut d, &mut t, &mut flight, 2600, ack_gap, true);
+        assert!(d.cc.competitive());
+        let s = d.cc.stats();
+        if ahead {
+            // Both answered (the first by 0.7: this flow had not backed off
+            // in the mode yet), the second although reciprocity would
+            // skip it.
+            assert_eq!(first, Some(0.7));
+            assert_eq!((s.reciprocal_skips, s.share_skips), (0, 0), "{s:?}");
+            assert!(d.cc.last_beta().is_some_and(|b| b < 1.0));
+        } else {
+            assert_eq!(s.reciprocal_skips, 0, "{s:?}");
+            assert_eq!(s.share_skips, 2, "{s:?}");
+            assert_eq!(d.cc.last_beta(), Some(1.0));
+        }
+    }
+}
+
 #[test]
 fn hybrid_enters_competitive_mode_only_when_its_backoff_leaves_the_queue() {
     // The Equation (1) backoff at 170 ms (queue 40 ms) is watched from two

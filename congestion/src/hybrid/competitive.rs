@@ -428,6 +428,18 @@ impl Hybrid {
                 .is_some_and(|(own, other, cap)| own < SHARE_BEHIND * other && self.cwnd >= 0.95 * cap)
     }
 
+    /// Whether the capacity share reads this flow ahead of the reference
+    /// share: reciprocity then skips nothing. A competitor whose reductions
+    /// are not seen (quiche's CUBIC rolls most back) would otherwise leave
+    /// every small event skipped however large this flow's share: on the
+    /// link hybrid took 1.55 times that CUBIC's share. Only the capacity
+    /// share, read afresh at every ACK, is trusted for this; the recheck's
+    /// reading is seconds old.
+    fn ahead(&self, now: Instant) -> bool {
+        self.capacity_share().is_some()
+            && self.shares(now).is_some_and(|(own, other, _)| own > other)
+    }
+
     /// Whether this flow is behind ([`HybridConfig::competitive_share_balance`]).
     fn behind(&self, now: Instant) -> bool {
         self.share_target(now).is_some()
@@ -614,7 +626,8 @@ impl Hybrid {
             && !self.slow_start
             && !self.shallow_buffer(now)
             && self.round_lost < RECIPROCITY_MAX_LOSS * self.cwnd / self.cfg.common.mss as f64
-            && self.own_cuts >= self.their_cuts + self.cfg.competitive_reciprocity;
+            && self.own_cuts >= self.their_cuts + self.cfg.competitive_reciprocity
+            && !self.ahead(now);
         let behind = self.cfg.competitive_share_balance
             && !self.slow_start
             && self.round_lost < RECIPROCITY_MAX_LOSS * self.cwnd / self.cfg.common.mss as f64

@@ -143,8 +143,10 @@ pub struct HybridConfig {
     /// only while this flow has not backed off this many times more than
     /// the other flows have since the mode began; otherwise it is skipped
     /// (unless the round lost at least a fifth of the window, in slow
-    /// start, or on a buffer known to be shallow, whose queue is too small
-    /// to show the other flows' reductions). Another flow's reduction is inferred from the queue: it falls
+    /// start, on a buffer known to be shallow, whose queue is too small
+    /// to show the other flows' reductions, or while the capacity share
+    /// reads this flow ahead of the share balance's reference). Another
+    /// flow's reduction is inferred from the queue: it falls
     /// by more than this flow's own backoff explains, and stays down for
     /// two round trips (a competitor that rolls a reduction back, as
     /// quiche's CUBIC does for events losing fewer than max(2, 20 %) of its
@@ -180,9 +182,9 @@ pub struct HybridConfig {
     /// while hybrid waits at the one it cut to (docs/congestion.md §3.4).
     pub competitive_start_entry: bool,
     /// The share balance reads this flow's share as its delivery rate over
-    /// the bottleneck's capacity, estimated from ACK dispersion (the most
-    /// frequent rate of pairs of packets acknowledged one after the other
-    /// while a queue stands), instead of from the RTT's fall at a recheck,
+    /// the bottleneck's capacity, estimated from ACK dispersion (the fastest
+    /// rate shared by a tenth of the pairs of packets acknowledged one after
+    /// the other while a queue stands), instead of from the RTT's fall at a recheck,
     /// once 64 such pairs were seen. The fall is read while the other flow
     /// is not in a steady state (after the start it refills the queue
     /// during the cut: a share read 2.5 times too small on the link;
