@@ -228,7 +228,11 @@ impl Controller for Cubic {
                 continue;
             }
             if self.in_slow_start() {
-                let divisor = if self.hystart.css.is_some() { CSS_DIVISOR } else { 1.0 };
+                let divisor = if self.hystart.css.is_some() {
+                    CSS_DIVISOR
+                } else {
+                    1.0
+                };
                 self.cwnd += a.bytes as f64 / divisor;
             } else {
                 let mut w = self.cwnd / mss;

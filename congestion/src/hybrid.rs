@@ -71,7 +71,7 @@ mod loss;
 use std::time::{Duration, Instant};
 
 use capacity::Capacity;
-use competitive::{CutWatch, DrainCheck, Recheck};
+use competitive::{CutWatch, DrainCheck, Recheck, SHARE_CATCHUP_RTTS};
 pub use config::HybridConfig;
 use loss::LossRate;
 
@@ -116,6 +116,11 @@ pub struct HybridStats {
     /// Congestion events skipped in the competitive mode because this
     /// flow's share was below another's ([`HybridConfig::competitive_share_balance`]).
     pub share_skips: u64,
+    /// ACK events in the competitive mode at which the window gave back
+    /// instead of growing, this flow's capacity share being ahead of the
+    /// rest's
+    /// ([`HybridConfig::competitive_share_balance`]).
+    pub share_holds: u64,
     /// Rechecks started by a loss of a packet sent after a slow-start exit
     /// on delay ([`HybridConfig::competitive_start_entry`]).
     pub start_entries: u64,
@@ -251,10 +256,18 @@ pub struct Hybrid {
     /// [`HybridConfig::paced_pairs`]).
     sent_count: u64,
     /// The bottleneck's capacity from ACK dispersion, and this flow's
-    /// delivery rate averaged over about 32 ACK events
-    /// ([`HybridConfig::competitive_capacity_share`]).
+    /// delivery rate, an exponential average over time with time constant
+    /// `OWN_RATE_RTTS` sRTT (at least `OWN_RATE_MIN_TAU`), and when it was
+    /// last updated ([`HybridConfig::competitive_capacity_share`]).
     capacity: Capacity,
     own_rate: Option<f64>,
+    own_rate_at: Option<Instant>,
+    /// The largest of that rate over the last 10 s: a capacity estimate
+    /// below it is wrong (ACK jitter or delayed ACKs stretch the gaps).
+    own_rate_max: crate::filter::WindowedMax,
+    /// Packets acknowledged per ACK event, averaged over about 64 events:
+    /// the capacity share needs ACKs of single packets.
+    packets_per_ack: f64,
     /// Highest filtered queueing delay since the last reduction, and when.
     queue_peak: Option<(Instant, Duration)>,
     /// A fall of the queue below `RECIPROCITY_DROP` of the peak without a
@@ -265,6 +278,11 @@ pub struct Hybrid {
 /// The queue (fraction of the range) below which a standing queue counts
 /// as drained for the sympathetic backoff.
 const SYMPATHETIC_DRAINED: f64 = 0.15;
+
+/// Time constant of this flow's delivery rate for its capacity share, in
+/// smoothed RTTs, and its floor.
+const OWN_RATE_RTTS: u32 = 8;
+const OWN_RATE_MIN_TAU: Duration = Duration::from_millis(250);
 
 /// HyStart++'s delay-increase threshold for a base RTT:
 /// `clamp(base / 8, 4 ms, 16 ms)`.
@@ -354,6 +372,9 @@ impl Hybrid {
             sent_count: 0,
             capacity: Capacity::new(),
             own_rate: None,
+            own_rate_at: None,
+            own_rate_max: crate::filter::WindowedMax::new(Duration::from_secs(10)),
+            packets_per_ack: 1.0,
             cfg,
         }
     }
@@ -791,9 +812,24 @@ impl Controller for Hybrid {
             if self.cfg.competitive_capacity_share {
                 let queued = self.queue_detected();
                 self.capacity.on_ack(ev.now, ev.acked, queued);
-                if let Some(r) = self.delivery_rate() {
-                    let avg = self.own_rate.get_or_insert(r);
-                    *avg += (r - *avg) / 16.0;
+                self.packets_per_ack += (ev.acked.len() as f64 - self.packets_per_ack) / 64.0;
+                // Weighted by time, not by ACK event: a per-event average
+                // leans towards the busy moments, which have more events
+                // (on the link it read 20-25 % above the rate sent).
+                let bytes: usize = ev.acked.iter().map(|a| a.bytes).sum();
+                let tau = (self.srtt * OWN_RATE_RTTS).max(OWN_RATE_MIN_TAU);
+                match self.own_rate_at {
+                    Some(t) => {
+                        let dt = ev.now.saturating_duration_since(t).as_secs_f64();
+                        let decay = (-dt / tau.as_secs_f64()).exp();
+                        let avg = self.own_rate.get_or_insert(0.0);
+                        *avg = *avg * decay + bytes as f64 / tau.as_secs_f64();
+                    }
+                    None => self.own_rate = self.delivery_rate(),
+                }
+                self.own_rate_at = Some(ev.now);
+                if let Some(r) = self.own_rate {
+                    self.own_rate_max.update(ev.now, r);
                 }
             }
         }
@@ -976,7 +1012,19 @@ impl Controller for Hybrid {
         {
             self.round_limited = true;
             let alpha = self.cfg.alpha * self.increase_scale() * self.ramp.min(self.ramp_max());
-            for a in ev.acked {
+            let ahead = self
+                .share_ahead()
+                .filter(|_| self.competitive && !self.slow_start);
+            if let Some(target) = ahead {
+                // Give back towards the target, as fast as the share balance
+                // catches up; a new CUBIC epoch once growth resumes.
+                let acked: usize = ev.acked.iter().map(|a| a.bytes).sum();
+                let give = (self.cwnd - target) / (SHARE_CATCHUP_RTTS * self.cwnd) * acked as f64;
+                self.cwnd = (self.cwnd - give.max(0.0)).max(self.cfg.common.min_window());
+                self.cubic.reset();
+                self.stats.share_holds += 1;
+            }
+            for a in ev.acked.iter().filter(|_| ahead.is_none()) {
                 if self.slow_start {
                     self.cwnd += a.bytes as f64;
                 } else if self.cfg.cubic_increase || self.competitive {

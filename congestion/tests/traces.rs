@@ -1142,6 +1142,30 @@ fn hybrid_ahead_of_its_share_answers_what_reciprocity_would_skip() {
     }
 }
 
+/// The share balance both ways, without loss: with a capacity share of
+/// 0.8 (more than 1.1 times the rest) the window gives back instead of
+/// growing; with 0.2 it grows. A competitor that backs off harder than
+/// CUBIC (quinn's) was otherwise left with 0.5-0.7 of hybrid's share.
+#[test]
+fn hybrid_ahead_of_the_rest_gives_back_its_window() {
+    for (ack_gap, ahead) in [(4, true), (1, false)] {
+        let (mut d, mut t) = hybrid_after_two_overflows(HybridConfig::default());
+        hybrid_feed(&mut d, &mut t, 1300, 80);
+        assert!(d.cc.competitive());
+        let mut flight = std::collections::VecDeque::new();
+        hybrid_feed_pairs(&mut d, &mut t, &mut flight, 2300, ack_gap, false);
+        let before = d.cwnd_pkts();
+        hybrid_feed_pairs(&mut d, &mut t, &mut flight, 2600, ack_gap, false);
+        let after = d.cwnd_pkts();
+        let holds = d.cc.stats().share_holds;
+        if ahead {
+            assert!(holds > 0 && after < before, "{before} -> {after}, {holds}");
+        } else {
+            assert!(holds == 0 && after > before, "{before} -> {after}, {holds}");
+        }
+    }
+}
+
 #[test]
 fn hybrid_enters_competitive_mode_only_when_its_backoff_leaves_the_queue() {
     // The Equation (1) backoff at 170 ms (queue 40 ms) is watched from two

@@ -932,7 +932,11 @@ mod tests {
     fn qlog_dir_reaches_every_stack() {
         let t = tools();
         let dir = Path::new("/q/run-0");
-        for (spec, arg) in [("hybrid", false), ("quic-go:cubic", false), ("ngtcp2:cubic", true)] {
+        for (spec, arg) in [
+            ("hybrid", false),
+            ("quic-go:cubic", false),
+            ("ngtcp2:cubic", true),
+        ] {
             let f = FlowSpec::parse(spec).unwrap();
             let mut c = f.server_command(&t, 4433, Path::new("/r"), Path::new("/c"), 5000);
             f.qlog_to(&mut c, dir);
@@ -941,7 +945,11 @@ mod tests {
                 env.contains(&(std::ffi::OsStr::new("QLOGDIR"), Some(dir.as_os_str()))),
                 "{spec}"
             );
-            assert_eq!(args(&c).contains(&"--qlog-dir=/q/run-0".to_string()), arg, "{spec}");
+            assert_eq!(
+                args(&c).contains(&"--qlog-dir=/q/run-0".to_string()),
+                arg,
+                "{spec}"
+            );
         }
     }
 

@@ -121,9 +121,10 @@ impl Capacity {
         self.estimate
     }
 
-    /// The capacity in bytes per second: the centre of the fastest bin
-    /// whose neighbourhood (itself and one bin each side) holds at least
-    /// `MIN_FRACTION` of the weight.
+    /// The capacity in bytes per second: the fastest bin whose
+    /// neighbourhood (itself and one bin each side) holds at least
+    /// `MIN_FRACTION` of the weight, or rather the peak of that
+    /// neighbourhood, interpolated between its own neighbours.
     /// Not the most frequent bin: two paced flows interleave their packets
     /// regularly, so that the most frequent gap may be two or three
     /// transmission times; the one-transmission gaps are fewer but always
@@ -142,7 +143,16 @@ impl Capacity {
         // The fastest qualifying neighbourhood's own peak.
         let best = (first.saturating_sub(1)..(first + 2).min(BINS))
             .max_by(|&a, &b| self.counts[a].total_cmp(&self.counts[b]))?;
-        Some(LOWEST * ((best as f64 + 0.5) / BINS_PER_OCTAVE).exp2())
+        // Interpolated within the peak's neighbourhood (the weighted mean
+        // of the bins' log rates): a bin is 9 % wide, and its centre read
+        // 20.8 Mbit/s where both flows' goodput summed to 18.8.
+        let range = best.saturating_sub(1)..(best + 2).min(BINS);
+        let w: f64 = self.counts[range.clone()].iter().sum();
+        let pos = range
+            .map(|j| self.counts[j] * (j as f64 + 0.5))
+            .sum::<f64>()
+            / w.max(1e-12);
+        Some(LOWEST * (pos / BINS_PER_OCTAVE).exp2())
     }
 }
 

@@ -40,12 +40,19 @@ const SHARE_BEHIND: f64 = 0.8;
 /// ... both measured within this long; ...
 const SHARE_MAX_AGE: Duration = Duration::from_secs(10);
 /// ... meanwhile the window grows by this fraction of the gap per RTT, ...
-const SHARE_CATCHUP_RTTS: f64 = 8.0;
+pub(super) const SHARE_CATCHUP_RTTS: f64 = 8.0;
 /// ... up to this multiple of the window the share was measured at; there
 /// the share is measured again, at the earliest this long after the last
 /// recheck.
 const SHARE_MAX_GROWTH: f64 = 2.0;
 const SHARE_REMEASURE_AFTER: Duration = Duration::from_secs(1);
+/// ... and ahead while its capacity share is above this multiple of the
+/// rest: its window then gives back at the same pace.
+const SHARE_AHEAD: f64 = 1.1;
+/// The capacity share is read only while ACK events acknowledge at most
+/// this many packets on average (our client and ngtcp2's acknowledge
+/// every packet on the emulated link, about 1.03).
+const MAX_PACKETS_PER_ACK: f64 = 1.5;
 /// [`HybridConfig::competitive_start_entry`] looks this long after a
 /// slow-start exit on delay.
 const START_ENTRY_WITHIN: Duration = Duration::from_secs(2);
@@ -363,6 +370,17 @@ impl Hybrid {
             return None;
         }
         let c = self.capacity.estimate()?;
+        // With ACKs of two or more packets a pair is rarely acknowledged by
+        // two ACKs, and the gaps read the pacing, not the bottleneck: in
+        // the simulator, with ACKs every second packet, 3-10 Mbit/s on a
+        // 20 Mbit/s link, and the share balance then gave back until the
+        // flow starved. An estimate below what this flow alone delivered
+        // recently is wrong too (ACK jitter stretching the gaps).
+        if self.packets_per_ack > MAX_PACKETS_PER_ACK
+            || self.own_rate_max.get().is_some_and(|m| m > c)
+        {
+            return None;
+        }
         Some((self.own_rate? / c).min(1.0))
     }
 
@@ -371,20 +389,28 @@ impl Hybrid {
         self.capacity_share().or_else(|| self.current_share())
     }
 
-    /// This flow's share and the reference share: the last reducing flow's,
-    /// at most the rest (or the rest until a reduction was seen: one other
-    /// flow), and the largest window the balance may grow to: twice the
-    /// window of the recheck that measured the share, unbounded when the
-    /// share is read from the capacity (read afresh at every ACK). `None`
+    /// This flow's share and the reference share, and the largest window
+    /// the balance may grow to. From the capacity (read afresh at every
+    /// ACK): the rest, unbounded. From the recheck: the last reducing
+    /// flow's, at most the rest (or the rest until a reduction was seen:
+    /// one other flow), and twice the window of the recheck. `None`
     /// without a share: no capacity estimate and no recheck measurement in
     /// the last `SHARE_MAX_AGE`.
     fn shares(&self, now: Instant) -> Option<(f64, f64, f64)> {
         let fresh = |t: Instant| now.saturating_duration_since(t) <= SHARE_MAX_AGE;
         let (own, cap) = match self.capacity_share() {
-            Some(own) => (own, f64::INFINITY),
+            // Against the capacity, the rest is what the others have. The
+            // last reduction's share is not used here: on the link it read
+            // 0.1-0.4 where the other flow had 0.55-0.9 (a rolled-back
+            // reduction shows as a small fall), and a joining flow with a
+            // tenth of the capacity then never caught up.
+            Some(own) => return Some((own, 1.0 - own, f64::INFINITY)),
             None => {
                 let (_, _, w) = self.own_share.filter(|&(t, _, _)| fresh(t))?;
-                (self.current_share()?, SHARE_MAX_GROWTH * w.max(self.share_base))
+                (
+                    self.current_share()?,
+                    SHARE_MAX_GROWTH * w.max(self.share_base),
+                )
             }
         };
         // The reference cannot exceed what this flow leaves: a reduction
@@ -423,9 +449,9 @@ impl Hybrid {
     /// periodic one.
     fn share_capped(&self, now: Instant) -> bool {
         self.cfg.competitive_share_balance
-            && self
-                .shares(now)
-                .is_some_and(|(own, other, cap)| own < SHARE_BEHIND * other && self.cwnd >= 0.95 * cap)
+            && self.shares(now).is_some_and(|(own, other, cap)| {
+                own < SHARE_BEHIND * other && self.cwnd >= 0.95 * cap
+            })
     }
 
     /// Whether the capacity share reads this flow ahead of the reference
@@ -438,6 +464,21 @@ impl Hybrid {
     fn ahead(&self, now: Instant) -> bool {
         self.capacity_share().is_some()
             && self.shares(now).is_some_and(|(own, other, _)| own > other)
+    }
+
+    /// The window to give back to while the capacity share reads this flow
+    /// more than `SHARE_AHEAD` times the rest of the bottleneck's capacity:
+    /// the window at which it would read `SHARE_AHEAD` times the rest. A
+    /// loss-based competitor that backs off harder or regrows more slowly
+    /// than CUBIC (quinn's took 0.4-0.7 of quic-go's CUBIC's share) would
+    /// otherwise be left behind, as it is by CUBIC itself.
+    pub(super) fn share_ahead(&self) -> Option<f64> {
+        if !self.cfg.competitive_share_balance || self.recheck.is_some() {
+            return None;
+        }
+        let own = self.capacity_share()?;
+        let limit = SHARE_AHEAD * (1.0 - own);
+        (own > limit).then(|| self.cwnd * limit / own)
     }
 
     /// Whether this flow is behind ([`HybridConfig::competitive_share_balance`]).

@@ -1276,10 +1276,7 @@ impl Algo {
         let mut spec = FlowSpec::new(self.name(), self.build(common), rtt);
         spec.mss = common.mss;
         match self {
-            Algo::Aimd
-            | Algo::Cubic
-            | Algo::CubicRollback
-            | Algo::CubicRollbackHystart => spec,
+            Algo::Aimd | Algo::Cubic | Algo::CubicRollback | Algo::CubicRollbackHystart => spec,
             Algo::CubicHystart => spec.paced(),
             Algo::Hybrid | Algo::HybridYield | Algo::VegasNc => {
                 spec.paced().with_coding(CodingModel::full())
