@@ -981,12 +981,12 @@ fn cubic_hystart_ends_slow_start_before_the_overflow() {
 /// measured from 3 s over 20 s (`simcompete`'s default) that deficit
 /// hardly shows. The start entry and the share read from the capacity
 /// (docs/congestion.md §3.4) take it back within the transfer: median of
-/// five seeds 0.80 here, 0.48 without them (`simcompete hybrid cubic 7 9
-/// 0`, third column: 0.79). Before the paced pairs and the spread test of
-/// the capacity estimate these read 1.02 and 0.52 (third column 0.88). In
-/// a traced seed the estimate now reads the bottleneck (20.8 Mbit/s) and
-/// an own share of 0.45-0.5, where the balance by design stops catching up
-/// (0.8 of the reference).
+/// five seeds 1.25 here (the top of the band), 0.48 without them
+/// (`simcompete hybrid cubic 7 9 0`, third column: 1.23). With the own
+/// rate averaged per ACK event and the reduction-read reference this read
+/// 0.80; before the paced pairs and the spread test of the capacity
+/// estimate, 1.02. On the link the same start reads 0.95-1.13 (medians of
+/// 10 runs against the four CUBICs, docs/results.md §5).
 #[test]
 fn hybrid_recovers_the_start_deficit_against_cubic() {
     use congestion::HybridConfig;
