@@ -1107,6 +1107,25 @@ fn hybrid_feed_pairs(
     }
 }
 
+/// Hybrid in the competitive mode after about 100 paced pairs (more than
+/// the 64 samples the capacity estimate needs) ACKed `ack_gap` ms apart,
+/// the last round losing a packet if `lose`; with the pairs in flight.
+fn hybrid_in_mode_after_pairs(
+    ack_gap: u64,
+    lose: bool,
+) -> (
+    Driver<Hybrid>,
+    u64,
+    std::collections::VecDeque<std::ops::Range<u64>>,
+) {
+    let (mut d, mut t) = hybrid_after_two_overflows(HybridConfig::default());
+    hybrid_feed(&mut d, &mut t, 1300, 80);
+    assert!(d.cc.competitive());
+    let mut flight = std::collections::VecDeque::new();
+    hybrid_feed_pairs(&mut d, &mut t, &mut flight, 2300, ack_gap, lose);
+    (d, t, flight)
+}
+
 /// Reciprocity skips a small congestion event while this flow has backed
 /// off more often than it saw the competitor reduce, but not while the
 /// capacity share reads it ahead of the reference: against a CUBIC that
@@ -1117,12 +1136,7 @@ fn hybrid_ahead_of_its_share_answers_what_reciprocity_would_skip() {
     // ack_gap 4 ms: share 0.8, ahead of the rest (0.2); 1 ms: share 0.2,
     // behind it (the share balance skips instead).
     for (ack_gap, ahead) in [(4, true), (1, false)] {
-        let (mut d, mut t) = hybrid_after_two_overflows(HybridConfig::default());
-        hybrid_feed(&mut d, &mut t, 1300, 80);
-        assert!(d.cc.competitive());
-        let mut flight = std::collections::VecDeque::new();
-        // About 100 pairs: more than the 64 samples the estimate needs.
-        hybrid_feed_pairs(&mut d, &mut t, &mut flight, 2300, ack_gap, true);
+        let (mut d, mut t, mut flight) = hybrid_in_mode_after_pairs(ack_gap, true);
         let first = d.cc.last_beta();
         hybrid_feed_pairs(&mut d, &mut t, &mut flight, 2600, ack_gap, true);
         assert!(d.cc.competitive());
@@ -1149,11 +1163,7 @@ fn hybrid_ahead_of_its_share_answers_what_reciprocity_would_skip() {
 #[test]
 fn hybrid_ahead_of_the_rest_gives_back_its_window() {
     for (ack_gap, ahead) in [(4, true), (1, false)] {
-        let (mut d, mut t) = hybrid_after_two_overflows(HybridConfig::default());
-        hybrid_feed(&mut d, &mut t, 1300, 80);
-        assert!(d.cc.competitive());
-        let mut flight = std::collections::VecDeque::new();
-        hybrid_feed_pairs(&mut d, &mut t, &mut flight, 2300, ack_gap, false);
+        let (mut d, mut t, mut flight) = hybrid_in_mode_after_pairs(ack_gap, false);
         let before = d.cwnd_pkts();
         hybrid_feed_pairs(&mut d, &mut t, &mut flight, 2600, ack_gap, false);
         let after = d.cwnd_pkts();
