@@ -124,6 +124,8 @@ pub struct HybridStats {
     /// Rechecks started by a loss of a packet sent after a slow-start exit
     /// on delay ([`HybridConfig::competitive_start_entry`]).
     pub start_entries: u64,
+    /// Persistent congestion: the window fell to the minimum.
+    pub persistent_congestion: u64,
 }
 
 /// The hybrid controller. See the module documentation.
@@ -744,16 +746,36 @@ impl Controller for Hybrid {
         }
         out("queue_detected", self.queue_detected() as u8 as f64);
         out("competitive", self.competitive as u8 as f64);
+        // The mode's history so far (counters that moved).
+        let st = &self.stats;
+        for (name, n) in [
+            ("start_entries", st.start_entries),
+            ("competitive_rechecks", st.competitive_rechecks),
+            ("competitive_cleared", st.competitive_cleared),
+            ("competitive_entries", st.competitive_entries),
+            ("drain_probes", st.drain_probes),
+            ("persistent_congestion", st.persistent_congestion),
+        ] {
+            if n > 0 {
+                out(name, n as f64);
+            }
+        }
         out("erasure_rate", self.erasure_rate());
+        if let Some(r) = self.off_peak.rate() {
+            out("off_peak_loss", r);
+        }
         out("excess_threshold", self.excess_threshold());
         out("loss_dispersion", self.loss_dispersion());
         out("ramp", self.ramp.min(self.ramp_max()));
+        if let Some(c) = self.capacity.estimate() {
+            out("capacity_mbps", c * 8e-6);
+        }
+        if let Some(s) = self.capacity_share() {
+            out("capacity_share", s);
+        }
         if self.competitive {
             out("own_backoffs", self.own_cuts as f64);
             out("other_reductions", self.their_cuts as f64);
-            if let Some(c) = self.capacity.estimate() {
-                out("capacity_mbps", c * 8e-6);
-            }
             if let Some(s) = self.own_share_now() {
                 out("own_share", s);
             }
@@ -1054,6 +1076,7 @@ impl Controller for Hybrid {
     /// seconds to find that out.
     fn on_retransmission_timeout(&mut self, packets_retransmitted: bool) {
         if packets_retransmitted {
+            self.stats.persistent_congestion += 1;
             self.cwnd = self.cfg.common.min_window();
             self.slow_start = true;
             self.recheck = None;

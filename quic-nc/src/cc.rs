@@ -125,12 +125,17 @@ impl quiche::cc::CongestionControllerFactory for Factory {
 /// congestion duration (section 7.6.1).
 const PERSISTENT_PTOS: u32 = 2;
 
+/// The controller's state goes to qlog when it changes, at a loss, and
+/// otherwise at least this often (windows and estimates between events).
+const STATE_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// One of our controllers seen as a quiche controller.
 #[derive(Debug)]
 pub struct Adapter {
     inner: Box<dyn Controller>,
     channel: Option<Channel>,
     last_state: &'static str,
+    last_state_at: Option<std::time::Instant>,
     /// Probe timeouts since the last acknowledgement.
     ptos: u32,
     acked: Vec<congestion::AckedPacket>,
@@ -148,6 +153,7 @@ impl Adapter {
             inner,
             channel,
             last_state: "",
+            last_state_at: None,
             ptos: 0,
             acked: Vec::new(),
             lost: Vec::new(),
@@ -219,9 +225,13 @@ impl quiche::cc::CongestionController for Adapter {
         self.inner.on_congestion_event(&event);
         if let Some(c) = &self.channel {
             let state = self.inner.state_str();
-            if state != self.last_state || !ev.lost.is_empty() {
+            let due = self
+                .last_state_at
+                .is_none_or(|t| ev.now.saturating_duration_since(t) >= STATE_EVERY);
+            if state != self.last_state || !ev.lost.is_empty() || due {
                 c.record_state(ev.now, &*self.inner, &event.rtt);
                 self.last_state = state;
+                self.last_state_at = Some(ev.now);
             }
         }
         self.acked = acked;
@@ -358,6 +368,55 @@ mod tests {
         // Slow start doubles the window over one RTT of acks.
         assert_eq!(a.congestion_window(), 24_000);
         assert!(a.pacing_rate(0, &r) > 0);
+    }
+
+    /// The controller's state reaches qlog at every change and loss, and
+    /// otherwise every `STATE_EVERY` of ACKs: a steady window's estimates
+    /// show between events too.
+    #[test]
+    fn controller_state_is_recorded_at_least_every_100_ms() {
+        use quiche::cc::CongestionControllerFactory as _;
+        let channel = Channel::new(true);
+        let f = Factory::new(Algorithm::Hybrid).with_channel(channel.clone());
+        let mut a = f.new_controller(&quiche::cc::ControllerInit {
+            initial_congestion_window_packets: 10,
+            max_datagram_size: 1200,
+            initial_rtt: std::time::Duration::from_millis(100),
+        });
+        let t0 = Instant::now();
+        let ms = std::time::Duration::from_millis;
+        let r = quiche::cc::RttEstimates {
+            latest: ms(40),
+            smoothed: ms(40),
+            min: ms(40),
+            rttvar: ms(5),
+            max_ack_delay: std::time::Duration::ZERO,
+        };
+        // One packet acknowledged every 20 ms for a second, in slow start
+        // (no state change, no loss).
+        for pn in 0..50u64 {
+            let now = t0 + ms(20 * pn);
+            a.on_packet_sent(now, 0, pn, 1200, true);
+            let acked = [quiche::cc::AckedPacket {
+                pkt_num: pn,
+                time_sent: now,
+                bytes: 1200,
+            }];
+            a.on_congestion_event(&quiche::cc::CongestionEvent {
+                now: now + ms(40),
+                rtt_updated: true,
+                prior_in_flight: 1200,
+                bytes_in_flight: 0,
+                acked: &acked,
+                lost: &[],
+                least_unacked: pn + 1,
+                rtt: r,
+            });
+        }
+        let (states, dropped) = channel.take_states();
+        assert_eq!(dropped, 0);
+        assert_eq!(states.len(), 10, "{states:?}");
+        assert!(states.windows(2).all(|w| w[1].0 - w[0].0 >= STATE_EVERY));
     }
 
     /// quiche reports every PTO; only the second in a row without an

@@ -365,7 +365,7 @@ impl Hybrid {
 
     /// This flow's share from its delivery rate and the bottleneck's
     /// capacity ([`HybridConfig::competitive_capacity_share`]).
-    fn capacity_share(&self) -> Option<f64> {
+    pub(super) fn capacity_share(&self) -> Option<f64> {
         if !self.cfg.competitive_capacity_share {
             return None;
         }
