@@ -329,13 +329,7 @@ mod tests {
 
     #[test]
     fn adapter_passes_events_through() {
-        use quiche::cc::CongestionControllerFactory as _;
-        let f = Factory::new(Algorithm::Ctcp);
-        let mut a = f.new_controller(&quiche::cc::ControllerInit {
-            initial_congestion_window_packets: 10,
-            max_datagram_size: 1200,
-            initial_rtt: std::time::Duration::from_millis(100),
-        });
+        let mut a = controller(&Factory::new(Algorithm::Ctcp));
         assert_eq!(a.congestion_window(), 12_000);
         let t0 = Instant::now();
         for pn in 0..10 {
@@ -348,13 +342,7 @@ mod tests {
                 bytes: 1200,
             })
             .collect();
-        let r = quiche::cc::RttEstimates {
-            latest: std::time::Duration::from_millis(40),
-            smoothed: std::time::Duration::from_millis(40),
-            min: std::time::Duration::from_millis(40),
-            rttvar: std::time::Duration::from_millis(5),
-            max_ack_delay: std::time::Duration::ZERO,
-        };
+        let r = rtt_40ms();
         a.on_congestion_event(&quiche::cc::CongestionEvent {
             now: t0 + std::time::Duration::from_millis(40),
             rtt_updated: true,
@@ -370,48 +358,61 @@ mod tests {
         assert!(a.pacing_rate(0, &r) > 0);
     }
 
-    /// The controller's state reaches qlog at every change and loss, and
-    /// otherwise every `STATE_EVERY` of ACKs: a steady window's estimates
-    /// show between events too.
-    #[test]
-    fn controller_state_is_recorded_at_least_every_100_ms() {
+    /// A controller of `f` with 10 packets of 1200 bytes and a 100 ms
+    /// initial RTT.
+    fn controller(f: &Factory) -> Box<dyn quiche::cc::CongestionController> {
         use quiche::cc::CongestionControllerFactory as _;
-        let channel = Channel::new(true);
-        let f = Factory::new(Algorithm::Hybrid).with_channel(channel.clone());
-        let mut a = f.new_controller(&quiche::cc::ControllerInit {
+        f.new_controller(&quiche::cc::ControllerInit {
             initial_congestion_window_packets: 10,
             max_datagram_size: 1200,
             initial_rtt: std::time::Duration::from_millis(100),
-        });
-        let t0 = Instant::now();
+        })
+    }
+
+    /// RTT estimates of a steady 40 ms path.
+    fn rtt_40ms() -> quiche::cc::RttEstimates {
         let ms = std::time::Duration::from_millis;
-        let r = quiche::cc::RttEstimates {
+        quiche::cc::RttEstimates {
             latest: ms(40),
             smoothed: ms(40),
             min: ms(40),
             rttvar: ms(5),
             max_ack_delay: std::time::Duration::ZERO,
-        };
+        }
+    }
+
+    /// Sends packet `pn` at `sent` and acknowledges it 40 ms later.
+    fn send_and_ack(a: &mut Box<dyn quiche::cc::CongestionController>, pn: u64, sent: Instant) {
+        a.on_packet_sent(sent, 0, pn, 1200, true);
+        let acked = [quiche::cc::AckedPacket {
+            pkt_num: pn,
+            time_sent: sent,
+            bytes: 1200,
+        }];
+        a.on_congestion_event(&quiche::cc::CongestionEvent {
+            now: sent + std::time::Duration::from_millis(40),
+            rtt_updated: true,
+            prior_in_flight: 1200,
+            bytes_in_flight: 0,
+            acked: &acked,
+            lost: &[],
+            least_unacked: pn + 1,
+            rtt: rtt_40ms(),
+        });
+    }
+
+    /// The controller's state reaches qlog at every change and loss, and
+    /// otherwise every `STATE_EVERY` of ACKs: a steady window's estimates
+    /// show between events too.
+    #[test]
+    fn controller_state_is_recorded_at_least_every_100_ms() {
+        let channel = Channel::new(true);
+        let mut a = controller(&Factory::new(Algorithm::Hybrid).with_channel(channel.clone()));
+        let t0 = Instant::now();
         // One packet acknowledged every 20 ms for a second, in slow start
         // (no state change, no loss).
         for pn in 0..50u64 {
-            let now = t0 + ms(20 * pn);
-            a.on_packet_sent(now, 0, pn, 1200, true);
-            let acked = [quiche::cc::AckedPacket {
-                pkt_num: pn,
-                time_sent: now,
-                bytes: 1200,
-            }];
-            a.on_congestion_event(&quiche::cc::CongestionEvent {
-                now: now + ms(40),
-                rtt_updated: true,
-                prior_in_flight: 1200,
-                bytes_in_flight: 0,
-                acked: &acked,
-                lost: &[],
-                least_unacked: pn + 1,
-                rtt: r,
-            });
+            send_and_ack(&mut a, pn, t0 + std::time::Duration::from_millis(20 * pn));
         }
         let (states, dropped) = channel.take_states();
         assert_eq!(dropped, 0);
@@ -423,44 +424,13 @@ mod tests {
     /// acknowledgement reaches the controller (persistent congestion).
     #[test]
     fn a_single_pto_is_not_persistent_congestion() {
-        use quiche::cc::CongestionControllerFactory as _;
-        let f = Factory::new(Algorithm::Hybrid);
-        let mut a = f.new_controller(&quiche::cc::ControllerInit {
-            initial_congestion_window_packets: 10,
-            max_datagram_size: 1200,
-            initial_rtt: std::time::Duration::from_millis(100),
-        });
+        let mut a = controller(&Factory::new(Algorithm::Hybrid));
         let t0 = Instant::now();
-        let r = quiche::cc::RttEstimates {
-            latest: std::time::Duration::from_millis(40),
-            smoothed: std::time::Duration::from_millis(40),
-            min: std::time::Duration::from_millis(40),
-            rttvar: std::time::Duration::from_millis(5),
-            max_ack_delay: std::time::Duration::ZERO,
-        };
-        let ack = |a: &mut Box<dyn quiche::cc::CongestionController>, pn: u64| {
-            a.on_packet_sent(t0, 0, pn, 1200, true);
-            let acked = [quiche::cc::AckedPacket {
-                pkt_num: pn,
-                time_sent: t0,
-                bytes: 1200,
-            }];
-            a.on_congestion_event(&quiche::cc::CongestionEvent {
-                now: t0 + std::time::Duration::from_millis(40),
-                rtt_updated: true,
-                prior_in_flight: 1200,
-                bytes_in_flight: 0,
-                acked: &acked,
-                lost: &[],
-                least_unacked: pn + 1,
-                rtt: r,
-            });
-        };
         let initial = a.congestion_window();
         a.on_retransmission_timeout(true);
         assert_eq!(a.congestion_window(), initial);
         // An ACK in between: the next PTO is again the first.
-        ack(&mut a, 0);
+        send_and_ack(&mut a, 0, t0);
         a.on_retransmission_timeout(true);
         assert_eq!(a.congestion_window(), initial);
         a.on_retransmission_timeout(true);
