@@ -331,28 +331,8 @@ mod tests {
     fn adapter_passes_events_through() {
         let mut a = controller(&Factory::new(Algorithm::Ctcp));
         assert_eq!(a.congestion_window(), 12_000);
-        let t0 = Instant::now();
-        for pn in 0..10 {
-            a.on_packet_sent(t0, pn as usize * 1200, pn, 1200, true);
-        }
-        let acked: Vec<_> = (0..10)
-            .map(|pn| quiche::cc::AckedPacket {
-                pkt_num: pn,
-                time_sent: t0,
-                bytes: 1200,
-            })
-            .collect();
+        send_and_ack(&mut a, 0..10, Instant::now());
         let r = rtt_40ms();
-        a.on_congestion_event(&quiche::cc::CongestionEvent {
-            now: t0 + std::time::Duration::from_millis(40),
-            rtt_updated: true,
-            prior_in_flight: 12_000,
-            bytes_in_flight: 0,
-            acked: &acked,
-            lost: &[],
-            least_unacked: 10,
-            rtt: r,
-        });
         // Slow start doubles the window over one RTT of acks.
         assert_eq!(a.congestion_window(), 24_000);
         assert!(a.pacing_rate(0, &r) > 0);
@@ -381,22 +361,32 @@ mod tests {
         }
     }
 
-    /// Sends packet `pn` at `sent` and acknowledges it 40 ms later.
-    fn send_and_ack(a: &mut Box<dyn quiche::cc::CongestionController>, pn: u64, sent: Instant) {
-        a.on_packet_sent(sent, 0, pn, 1200, true);
-        let acked = [quiche::cc::AckedPacket {
-            pkt_num: pn,
-            time_sent: sent,
-            bytes: 1200,
-        }];
+    /// Sends packets `pkts` together at `sent` and acknowledges them 40 ms
+    /// later, in one event.
+    fn send_and_ack(
+        a: &mut Box<dyn quiche::cc::CongestionController>,
+        pkts: std::ops::Range<u64>,
+        sent: Instant,
+    ) {
+        for pn in pkts.clone() {
+            a.on_packet_sent(sent, (pn - pkts.start) as usize * 1200, pn, 1200, true);
+        }
+        let acked: Vec<_> = pkts
+            .clone()
+            .map(|pn| quiche::cc::AckedPacket {
+                pkt_num: pn,
+                time_sent: sent,
+                bytes: 1200,
+            })
+            .collect();
         a.on_congestion_event(&quiche::cc::CongestionEvent {
             now: sent + std::time::Duration::from_millis(40),
             rtt_updated: true,
-            prior_in_flight: 1200,
+            prior_in_flight: acked.len() * 1200,
             bytes_in_flight: 0,
             acked: &acked,
             lost: &[],
-            least_unacked: pn + 1,
+            least_unacked: pkts.end,
             rtt: rtt_40ms(),
         });
     }
@@ -412,7 +402,11 @@ mod tests {
         // One packet acknowledged every 20 ms for a second, in slow start
         // (no state change, no loss).
         for pn in 0..50u64 {
-            send_and_ack(&mut a, pn, t0 + std::time::Duration::from_millis(20 * pn));
+            send_and_ack(
+                &mut a,
+                pn..pn + 1,
+                t0 + std::time::Duration::from_millis(20 * pn),
+            );
         }
         let (states, dropped) = channel.take_states();
         assert_eq!(dropped, 0);
@@ -430,7 +424,7 @@ mod tests {
         a.on_retransmission_timeout(true);
         assert_eq!(a.congestion_window(), initial);
         // An ACK in between: the next PTO is again the first.
-        send_and_ack(&mut a, 0, t0);
+        send_and_ack(&mut a, 0..1, t0);
         a.on_retransmission_timeout(true);
         assert_eq!(a.congestion_window(), initial);
         a.on_retransmission_timeout(true);
