@@ -832,7 +832,12 @@ impl Controller for Hybrid {
             }
             self.ack_history.push_back((ev.now, self.acked_bytes));
             if self.cfg.competitive_capacity_share {
-                let queued = self.queue_detected();
+                // In the competitive mode another flow holds the queue,
+                // whatever this flow's queue reading: joined behind it, its
+                // RTTmin includes part of that queue, and the reading often
+                // fell below the tolerance, leaving the share balance
+                // without an estimate for seconds.
+                let queued = self.queue_detected() || self.competitive;
                 self.capacity.on_ack(ev.now, ev.acked, queued);
                 self.packets_per_ack += (ev.acked.len() as f64 - self.packets_per_ack) / 64.0;
                 // Weighted by time, not by ACK event: a per-event average
