@@ -44,6 +44,27 @@ fn single(algo: Algo, p: f64, dur: Duration) -> SimReport {
     sim.run(dur, dur / 2)
 }
 
+/// `Simulation::record_metrics` samples each running flow's controller at
+/// the interval asked for, from the flow's start: window, sRTT, the queue
+/// and the controller's own metrics (`simmetrics` prints these).
+#[test]
+fn metrics_trace_samples_each_flow_from_its_start() {
+    let mut sim = Simulation::new(LinkConfig::bdp_buffer(20.0, ms(40)));
+    sim.add_flow(Algo::Hybrid.flow(ms(40)));
+    sim.add_flow(Algo::Cubic.flow(ms(40)).starting_at(ms(1000)));
+    sim.record_metrics(ms(100));
+    let r = sim.run(secs(3), Duration::ZERO);
+    let (h, c) = (&r.flows[0].metrics_trace, &r.flows[1].metrics_trace);
+    assert!((29..=31).contains(&h.len()), "{}", h.len());
+    assert!((19..=21).contains(&c.len()), "{}", c.len());
+    assert!(c[0].at >= ms(1000));
+    assert!(h.windows(2).all(|w| w[1].at - w[0].at == ms(100)));
+    let last = h.last().unwrap();
+    assert!(last.cwnd > 0 && last.srtt >= ms(40));
+    assert!(last.metrics.iter().any(|&(n, _)| n == "competitive"));
+    assert!(h.iter().any(|m| m.queue_bytes > 0));
+}
+
 #[test]
 fn simulation_is_deterministic_and_seed_sensitive() {
     let run = |seed| {

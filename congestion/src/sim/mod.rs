@@ -272,6 +272,24 @@ pub struct FlowReport {
     /// With [`Simulation::record_delivery`]: (time, bytes received since the
     /// flow started) every 5 ms from time 0 (whole run). Empty otherwise.
     pub delivery_trace: Vec<(Duration, u64)>,
+    /// With [`Simulation::record_metrics`]: the controller's state at each
+    /// interval while the flow runs (whole run). Empty otherwise.
+    pub metrics_trace: Vec<MetricsSample>,
+}
+
+/// One row of [`FlowReport::metrics_trace`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MetricsSample {
+    /// Time from the start of the run.
+    pub at: Duration,
+    /// Congestion window in bytes.
+    pub cwnd: usize,
+    /// The sender's smoothed RTT.
+    pub srtt: Duration,
+    /// Bytes in the bottleneck queue (all flows).
+    pub queue_bytes: usize,
+    /// The controller's metrics ([`Controller::metrics`]) at that moment.
+    pub metrics: Vec<(&'static str, f64)>,
 }
 
 impl FlowReport {
@@ -496,6 +514,7 @@ pub struct Simulation {
     queue_area: f64,
     sample_every: Duration,
     record_delivery: bool,
+    record_metrics: Option<(Duration, Duration)>,
     rate_schedule: Option<RateSchedule>,
 }
 
@@ -520,6 +539,7 @@ impl Simulation {
             queue_area: 0.0,
             sample_every: Duration::from_millis(5),
             record_delivery: false,
+            record_metrics: None,
             rate_schedule: None,
         }
     }
@@ -535,6 +555,12 @@ impl Simulation {
     /// Record each flow's [`FlowReport::delivery_trace`].
     pub fn record_delivery(&mut self) {
         self.record_delivery = true;
+    }
+
+    /// Record each flow's [`FlowReport::metrics_trace`] every `every`
+    /// (rounded up to the 5 ms sampling step).
+    pub fn record_metrics(&mut self, every: Duration) {
+        self.record_metrics = Some((every.max(self.sample_every), Duration::ZERO));
     }
 
     /// Add a flow; returns its index in the report.
@@ -658,6 +684,22 @@ impl Simulation {
         if self.record_delivery {
             for f in &mut self.flows {
                 f.report.delivery_trace.push((self.now, f.received_total));
+            }
+        }
+        if let Some((every, next)) = self.record_metrics {
+            if self.now >= next {
+                self.record_metrics = Some((every, next + every));
+                for f in self.flows.iter_mut().filter(|f| f.started) {
+                    let mut metrics = Vec::new();
+                    f.spec.controller.metrics(&mut |n, v| metrics.push((n, v)));
+                    f.report.metrics_trace.push(MetricsSample {
+                        at: self.now,
+                        cwnd: f.spec.controller.congestion_window(),
+                        srtt: f.srtt,
+                        queue_bytes: self.queue_bytes,
+                        metrics,
+                    });
+                }
             }
         }
         if self.measuring() {
