@@ -46,7 +46,9 @@
 //! 7. **Friendly increase.** Behind a queue, the additive increase after a
 //!    backoff by `beta` is `3 (1 - beta) / (1 + beta)` (Reno-equivalent
 //!    AIMD), so a shallow backoff on a shallow buffer is not also a fast
-//!    increase.
+//!    increase. On a buffer known to be shallow (item 10) it also follows
+//!    a backoff as deep as CUBIC's, where the queue stays below the
+//!    tolerance: CUBIC's 0.7 comes with CUBIC's Reno-friendly 0.53.
 //! 8. **Competitive mode.** After every backoff by Equation (1), and after
 //!    a drain probe (the same backoff without a loss, once a queue has
 //!    persisted for 8 RTTs), the queue is watched: if it never drains,
@@ -299,6 +301,11 @@ const ACK_HISTORY: usize = 16;
 /// the first after this fraction of the mean gap.
 const PAIR_GAP_DIVISOR: f64 = 16.0;
 
+/// [`HybridConfig::friendly_increase_shallow`] follows backoffs at least
+/// this deep: a loss-based flow's (CUBIC's 0.7, from the correlation test
+/// or the sympathetic backoff), not Equation (1)'s few per cent.
+const SHALLOW_FRIENDLY_BETA: f64 = 0.75;
+
 /// RTT samples that must all show the delay increase (HyStart++ uses 8).
 const HS_SAMPLES: usize = 8;
 
@@ -474,12 +481,20 @@ impl Hybrid {
 
     /// Factor on the additive increase ([`HybridConfig::friendly_increase`]):
     /// `3 (1 - beta) / (1 + beta)` for the last backoff's `beta` (at most 1,
-    /// at least 0.1) while a queue is detected without random loss, else 1.
-    /// Under random loss the queue-free losses set the pace, and a slower
-    /// increase there cost the shorter-RTT flow half its share (simulator,
-    /// 40 vs 80 ms at 0.5 % loss).
-    pub fn increase_scale(&self) -> f64 {
-        if !self.cfg.friendly_increase || !self.queue_detected() || !self.random_loss_free() {
+    /// at least 0.1) while a queue is detected without random loss, or on a
+    /// buffer known to be shallow after a backoff of at most
+    /// `SHALLOW_FRIENDLY_BETA` ([`HybridConfig::friendly_increase_shallow`]);
+    /// else 1. Under random loss the queue-free losses set the pace, and a
+    /// slower increase there cost the shorter-RTT flow half its share
+    /// (simulator, 40 vs 80 ms at 0.5 % loss).
+    pub fn increase_scale(&self, now: Instant) -> f64 {
+        let shallow = self.cfg.friendly_increase_shallow
+            && self.backoff_beta <= SHALLOW_FRIENDLY_BETA
+            && self.shallow_buffer(now);
+        if !self.cfg.friendly_increase
+            || !(self.queue_detected() || shallow)
+            || !self.random_loss_free()
+        {
             return 1.0;
         }
         let b = self.backoff_beta;
@@ -1038,7 +1053,8 @@ impl Controller for Hybrid {
         ) && self.recheck.is_none()
         {
             self.round_limited = true;
-            let alpha = self.cfg.alpha * self.increase_scale() * self.ramp.min(self.ramp_max());
+            let alpha =
+                self.cfg.alpha * self.increase_scale(ev.now) * self.ramp.min(self.ramp_max());
             let ahead = self
                 .share_ahead()
                 .filter(|_| self.competitive && !self.slow_start);

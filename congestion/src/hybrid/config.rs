@@ -206,6 +206,17 @@ pub struct HybridConfig {
     /// on a buffer shallow relative to the RTT, is then paid for with a
     /// slower increase. Without a queue the increase is `alpha`.
     pub friendly_increase: bool,
+    /// The friendly increase also on a buffer known to be shallow (see
+    /// `sympathetic_range`) after a backoff as deep as a loss-based flow's
+    /// (0.75 or less: the correlation test's or the sympathetic backoff's
+    /// 0.7). There the queue rarely exceeds the tolerance, so the rule
+    /// above did not apply, and hybrid paired CUBIC's 0.7 with Reno's
+    /// increase of 1 (CUBIC's Reno-friendly region uses 0.53): about twice
+    /// CUBIC's rate. Equation (1)'s shallow backoffs are left alone: with
+    /// them the rule gives a crawl (0.1-0.2 per round trip), and a flow
+    /// that joined behind a standing queue and took a deep buffer for a
+    /// shallow one fell to a quarter of CUBIC's rate (simulator).
+    pub friendly_increase_shallow: bool,
     /// With the competitive mode enabled (and outside it, without random
     /// loss): when a queue has persisted this many smoothed RTTs (at least
     /// `drain_probe_min`) without a backoff, back off by Equation (1) anyway
@@ -316,6 +327,7 @@ impl Default for HybridConfig {
             competitive_start_entry: true,
             competitive_capacity_share: true,
             friendly_increase: true,
+            friendly_increase_shallow: true,
             drain_probe_after: 8,
             drain_probe_min: Duration::from_millis(500),
             ramp: 0.25,
