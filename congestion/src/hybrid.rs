@@ -761,9 +761,13 @@ impl Controller for Hybrid {
         }
         out("queue_detected", self.queue_detected() as u8 as f64);
         out("competitive", self.competitive as u8 as f64);
-        // The mode's history so far (counters that moved).
+        // The history so far (counters that moved): why the window was
+        // cut, and the competitive mode's steps.
         let st = &self.stats;
         for (name, n) in [
+            ("excess_backoffs", st.excess_backoffs),
+            ("correlated_backoffs", st.correlated_backoffs),
+            ("sympathetic_backoffs", st.sympathetic_backoffs),
             ("start_entries", st.start_entries),
             ("competitive_rechecks", st.competitive_rechecks),
             ("competitive_cleared", st.competitive_cleared),
