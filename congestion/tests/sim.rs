@@ -725,7 +725,7 @@ fn hybrid_ramp_tracks_capacity_swings_under_random_loss() {
 /// Hybrid against CUBIC on a buffer of 10 % of the BDP (4 ms), CUBIC
 /// starting at ten offsets; the ratios sorted, and hybrid's utilisation
 /// alone.
-fn shallow_buffer_runs(cfg: congestion::HybridConfig) -> (Vec<f64>, f64) {
+fn shallow_buffer_runs(cfg: congestion::HybridConfig, other: Algo) -> (Vec<f64>, f64) {
     let link = || {
         let mut link = LinkConfig::bdp_buffer(20.0, ms(40));
         link.buffer_bytes = (20e6 / 8.0 * 0.004) as usize;
@@ -737,7 +737,7 @@ fn shallow_buffer_runs(cfg: congestion::HybridConfig) -> (Vec<f64>, f64) {
         .map(|k| {
             let mut sim = Simulation::new(link());
             sim.add_flow(coded_hybrid(cfg, ms(40)));
-            sim.add_flow(Algo::Cubic.flow(ms(40)).starting_at(ms(500 + 157 * k)));
+            sim.add_flow(other.flow(ms(40)).starting_at(ms(500 + 157 * k)));
             ratio(&sim.run(secs(30), secs(5)))
         })
         .collect();
@@ -747,15 +747,18 @@ fn shallow_buffer_runs(cfg: congestion::HybridConfig) -> (Vec<f64>, f64) {
     (r, sim.run(secs(30), secs(5)).utilisation)
 }
 
-/// On a buffer of 10 % of the BDP (4 ms), the unpaced CUBIC flow's bursts
-/// take the overflow drops and paced hybrid escapes them; the sympathetic
-/// backoff (a standing queue that drains without hybrid backing off is
-/// another flow's response to an overflow) lowers hybrid's share, over ten
-/// start offsets of CUBIC, from 1.26-3.75x CUBIC's rate (median 2.02) to
-/// 1.24-1.96x (median 1.60), and alone hybrid keeps at least 0.95 of the
-/// link (0.983, the same as without). Measured without the friendly
-/// increase on shallow buffers (next test), which also needs the buffer
-/// to be known as shallow.
+/// On a buffer of 10 % of the BDP (4 ms), a CUBIC flow's packets take
+/// most overflow drops and paced hybrid escapes them; the sympathetic
+/// backoff (the queue level falls without hybrid backing off: another
+/// flow's response to an overflow) lowers hybrid's share over ten start
+/// offsets of CUBIC, against an unpaced CUBIC and against a paced one
+/// (ngtcp2's and quic-go's kind), and alone hybrid keeps at least 0.95 of
+/// the link. Measured without the friendly increase on shallow buffers
+/// (next test), which also needs the buffer to be known as shallow.
+/// Hybrid / CUBIC, without → with: unpaced 0.95-3.74 (median 1.67) →
+/// 1.03-1.65 (1.30); paced 1.08-1.38 (1.135) → 0.89-1.16 (1.095); alone
+/// 1.000. With the queue readings of before 2026-11-29 (docs/
+/// congestion.md §3.2 item 16) the unpaced runs read 1.24-1.96.
 #[test]
 fn hybrid_backs_off_with_others_on_a_shallow_buffer() {
     use congestion::HybridConfig;
@@ -765,34 +768,41 @@ fn hybrid_backs_off_with_others_on_a_shallow_buffer() {
         ..Default::default()
     };
     let default = HybridConfig::default().sympathetic_range;
-    let ((with, alone), (without, _)) = (
-        shallow_buffer_runs(cfg(default)),
-        shallow_buffer_runs(cfg(0.0)),
-    );
-    eprintln!("with {with:.2?}, without {without:.2?}");
-    assert!(
-        with[9] < without[9] && with[4] < without[4],
-        "{with:?} vs {without:?}"
-    );
-    assert!(with[9] <= 2.0, "{with:?}");
-    assert!(alone >= 0.95, "{alone}");
+    for (other, worst) in [(Algo::Cubic, 2.0), (Algo::CubicHystart, 1.25)] {
+        let ((with, alone), (without, _)) = (
+            shallow_buffer_runs(cfg(default), other),
+            shallow_buffer_runs(cfg(0.0), other),
+        );
+        eprintln!("{other:?}: with {with:.2?}, without {without:.2?}, alone {alone:.3}");
+        assert!(
+            with[9] < without[9] && with[4] < without[4],
+            "{other:?}: {with:?} vs {without:?}"
+        );
+        assert!(with[9] <= worst, "{other:?}: {with:?}");
+        assert!(alone >= 0.95, "{alone}");
+    }
 }
 
 /// On the same shallow buffer hybrid's backoffs are CUBIC's 0.7 (the
 /// loss/queue-peak correlation test, the sympathetic backoff), but the
 /// queue rarely exceeds the tolerance, so the increase stayed Reno's 1
 /// where CUBIC's Reno-friendly region grows by 0.53. The friendly increase
-/// on shallow buffers brings hybrid from 1.24-1.96x CUBIC's rate (median
-/// 1.60) to 0.75-1.30x (median 1.07); alone it keeps 0.98 of the link.
+/// on shallow buffers brings hybrid from 1.03-1.65x CUBIC's rate (median
+/// 1.30) to 0.56-1.16x (median 0.935); alone it keeps 1.00 of the link.
+/// (Before the queue readings of docs/congestion.md §3.2 item 16:
+/// 1.24-1.96x → 0.75-1.30x.)
 #[test]
 fn hybrid_grows_like_a_loss_based_flow_on_a_shallow_buffer() {
     use congestion::HybridConfig;
     let ((with, alone), (without, _)) = (
-        shallow_buffer_runs(HybridConfig::default()),
-        shallow_buffer_runs(HybridConfig {
-            friendly_increase_shallow: false,
-            ..Default::default()
-        }),
+        shallow_buffer_runs(HybridConfig::default(), Algo::Cubic),
+        shallow_buffer_runs(
+            HybridConfig {
+                friendly_increase_shallow: false,
+                ..Default::default()
+            },
+            Algo::Cubic,
+        ),
     );
     eprintln!("with {with:.2?}, without {without:.2?}");
     assert!(

@@ -102,8 +102,10 @@ impl Hybrid {
     }
 
     /// RTT above which a packet counts as having met a queue peak for the
-    /// correlation test: halfway between RTTmin and the largest raw RTT
-    /// sample of the last `queue_range_window`. Independent of the queueing
+    /// correlation test: halfway between RTTmin and the largest RTT sample
+    /// of the last `queue_range_window` (each held against the minimum of
+    /// the last sRTT/32, so a late batch of ACKs does not set it; see
+    /// `Hybrid::rtt_raw_max`). Independent of the queueing
     /// tolerance, so it works on buffers shallower than the tolerance.
     pub fn queue_peak_threshold(&self) -> Option<Duration> {
         let min = self.rtt_min.get()?;
@@ -120,8 +122,9 @@ impl Hybrid {
     }
 
     /// Whether losses correlate with queueing: the loss rate of packets that
-    /// met a queue peak (their RTT, or for a lost packet its newest
-    /// acknowledged neighbour's, above [`Hybrid::queue_peak_threshold`])
+    /// met a queue peak (their RTT, or for a lost packet its successor's
+    /// without random loss and its newest acknowledged neighbour's under
+    /// it; above [`Hybrid::queue_peak_threshold`])
     /// exceeds that of packets that did not, by more than `excess_sigma`
     /// binomial standard deviations plus `excess_slack` packets (counts
     /// decayed by 1% per round; at least 100 peak and 20 other packets). Random erasures do not depend on the
