@@ -215,6 +215,11 @@ pub struct Hybrid {
     competitive_backoffs: u64,
     /// Factor of the last window reduction (for the friendly increase).
     backoff_beta: f64,
+    /// When slow start last ended.
+    start_exit_at: Option<Instant>,
+    /// Whether the last backoff answered slow start's overshoot (in slow
+    /// start or within two sRTT after it ended).
+    start_backoff: bool,
     /// Since when no queue has been detected (competitive mode's exit).
     queue_empty_since: Option<Instant>,
     /// Factor on the additive increase from [`HybridConfig::ramp`].
@@ -380,6 +385,8 @@ impl Hybrid {
             queue_since: None,
             competitive_backoffs: 0,
             backoff_beta: 0.5,
+            start_exit_at: None,
+            start_backoff: false,
             queue_empty_since: None,
             ramp: 1.0,
             round_queued: false,
@@ -506,13 +513,16 @@ impl Hybrid {
     /// `3 (1 - beta) / (1 + beta)` for the last backoff's `beta` (at most 1,
     /// at least 0.1) while a queue is detected without random loss, or on a
     /// buffer known to be shallow after a backoff of at most
-    /// `SHALLOW_FRIENDLY_BETA` ([`HybridConfig::friendly_increase_shallow`]);
-    /// else 1. Under random loss the queue-free losses set the pace, and a
-    /// slower increase there cost the shorter-RTT flow half its share
-    /// (simulator, 40 vs 80 ms at 0.5 % loss).
+    /// `SHALLOW_FRIENDLY_BETA` ([`HybridConfig::friendly_increase_shallow`])
+    /// that did not answer slow start's overshoot (after which CUBIC regrows
+    /// along its cubic curve, faster than Reno); else 1. Under random loss
+    /// the queue-free losses set the pace, and a slower increase there cost
+    /// the shorter-RTT flow half its share (simulator, 40 vs 80 ms at 0.5 %
+    /// loss).
     pub fn increase_scale(&self, now: Instant) -> f64 {
         let shallow = self.cfg.friendly_increase_shallow
             && self.backoff_beta <= SHALLOW_FRIENDLY_BETA
+            && !self.start_backoff
             && self.shallow_buffer(now);
         if !self.cfg.friendly_increase
             || !(self.queue_detected() || shallow)
@@ -689,6 +699,13 @@ impl Hybrid {
         self.cwnd = target.max(self.cfg.common.min_window());
         self.reciprocity_on_backoff(now, before);
         self.backoff_beta = beta;
+        self.start_backoff = self.slow_start
+            || self
+                .start_exit_at
+                .is_some_and(|t| now.saturating_duration_since(t) <= self.srtt * 2);
+        if self.slow_start {
+            self.start_exit_at = Some(now);
+        }
         self.last_backoff_at = Some(now);
         self.queue_low_since_backoff = None;
         self.ramp = 1.0;
@@ -1023,6 +1040,7 @@ impl Controller for Hybrid {
                     self.cwnd = self.cwnd.min(bdp.max(floor));
                 }
                 self.slow_start = false;
+                self.start_exit_at = Some(ev.now);
                 self.ssthresh = self.cwnd;
                 self.last_backoff_at = Some(ev.now);
                 self.stats.hystart_exits += 1;

@@ -246,8 +246,10 @@ pub struct HybridConfig {
     pub ramp: f64,
     /// Sympathetic backoff on shallow buffers: once a loss has met a queue
     /// peak while the whole queue range seen is below this fraction of
-    /// RTTmin (a buffer that shallow makes Equation (1) back off by a few
-    /// percent), a standing queue that drains without this flow backing
+    /// RTTmin (0.43: below it Equation (1) backs off less than CUBIC's 0.7
+    /// at an overflow; 0.25 left a quarter-BDP buffer on the emulated link,
+    /// whose range reads 0.26-0.28 RTTmin, out), a standing queue that
+    /// drains without this flow backing
     /// off is another flow's response to an overflow, and this flow backs
     /// off by `competitive_beta` as well, as if the overflow had dropped
     /// its packets too. At a drop-tail queue an unpaced flow's bursts take
@@ -331,7 +333,7 @@ impl Default for HybridConfig {
             drain_probe_after: 8,
             drain_probe_min: Duration::from_millis(500),
             ramp: 0.25,
-            sympathetic_range: 0.25,
+            sympathetic_range: 0.43,
             jitter_tolerance: 2.0,
             queue_tolerance_pkts: 4.0,
             random_loss_peak_backoff: true,
