@@ -249,8 +249,8 @@ pub struct HybridConfig {
     /// RTTmin (0.43: below it Equation (1) backs off less than CUBIC's 0.7
     /// at an overflow; 0.25 left a quarter-BDP buffer on the emulated link,
     /// whose range reads 0.26-0.28 RTTmin, out), a standing queue that
-    /// drains without this flow backing
-    /// off is another flow's response to an overflow, and this flow backs
+    /// drains without this flow backing off is another flow's response to
+    /// an overflow, and this flow backs
     /// off by `competitive_beta` as well, as if the overflow had dropped
     /// its packets too. At a drop-tail queue an unpaced flow's bursts take
     /// the drops and a paced one escapes them: without this hybrid took
