@@ -35,12 +35,19 @@ const RECIPROCITY_STAYS: f64 = 0.85;
 const RECIPROCITY_MAX_LOSS: f64 = 0.2;
 
 /// Share balance: behind while this flow's share is below this fraction
-/// of the last reducing flow's, ...
+/// of the last reducing flow's (`SHARE_BEHIND_CAPACITY` with the capacity
+/// share, read afresh at every ACK; the recheck's reading is seconds old
+/// and coarser), ...
 const SHARE_BEHIND: f64 = 0.8;
+const SHARE_BEHIND_CAPACITY: f64 = 0.95;
 /// ... both measured within this long; ...
 const SHARE_MAX_AGE: Duration = Duration::from_secs(10);
 /// ... meanwhile the window grows by this fraction of the gap per RTT, ...
 pub(super) const SHARE_CATCHUP_RTTS: f64 = 8.0;
+/// ... and by a `SHARE_NEAR_SLOWER`-th of that once the share is above
+/// `SHARE_BEHIND` of the reference: the capacity share is an average over
+/// eight round trips and lags the window, so the full pace overshoots.
+const SHARE_NEAR_SLOWER: f64 = 4.0;
 /// ... up to this multiple of the window the share was measured at; there
 /// the share is measured again, at the earliest this long after the last
 /// recheck.
@@ -438,11 +445,20 @@ impl Hybrid {
         // there left it at 2-5 % of the capacity (simulator, CUBIC 2 s
         // ahead).
         let (own, other, cap) = self.shares(now)?;
-        if own >= SHARE_BEHIND * other {
+        if own >= self.behind_fraction() * other {
             return None;
         }
         let target = (self.cwnd * other / own.max(0.01)).min(cap);
         (target > self.cwnd).then_some(target)
+    }
+
+    /// The fraction of the reference below which this flow is behind.
+    fn behind_fraction(&self) -> f64 {
+        if self.capacity_share().is_some() {
+            SHARE_BEHIND_CAPACITY
+        } else {
+            SHARE_BEHIND
+        }
     }
 
     /// Whether the window reached the share balance's cap while still
@@ -451,7 +467,7 @@ impl Hybrid {
     fn share_capped(&self, now: Instant) -> bool {
         self.cfg.competitive_share_balance
             && self.shares(now).is_some_and(|(own, other, cap)| {
-                own < SHARE_BEHIND * other && self.cwnd >= 0.95 * cap
+                own < self.behind_fraction() * other && self.cwnd >= 0.95 * cap
             })
     }
 
@@ -494,8 +510,12 @@ impl Hybrid {
         if !self.cfg.competitive_share_balance || !self.competitive || self.slow_start {
             return 0.0;
         }
+        let near = self
+            .shares(now)
+            .is_some_and(|(own, other, _)| own >= SHARE_BEHIND * other);
+        let rtts = SHARE_CATCHUP_RTTS * if near { SHARE_NEAR_SLOWER } else { 1.0 };
         self.share_target(now).map_or(0.0, |target| {
-            ((target - self.cwnd) / (SHARE_CATCHUP_RTTS * self.cwnd) * acked).min(acked)
+            ((target - self.cwnd) / (rtts * self.cwnd) * acked).min(acked)
         })
     }
 

@@ -166,7 +166,8 @@ pub struct HybridConfig {
     /// `f s`). The reference is the rest of the capacity with a capacity
     /// estimate; without one, the last reducing flow's share, read from the
     /// fall at its reduction (taken as 0.4 of its share), at most the rest.
-    /// While this flow's share is below 0.8 of the reference, it skips
+    /// While this flow's share is below 0.95 of the reference (0.8 without
+    /// a capacity estimate), it skips
     /// congestion events (rounds losing less than a fifth of the window)
     /// and grows towards the reference, instead of keeping the deficit of
     /// the start: a CUBIC flow that left slow start at a quarter of
