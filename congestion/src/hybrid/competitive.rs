@@ -444,12 +444,17 @@ impl Hybrid {
         // deep buffer for a shallow one; answering every overflow loss
         // there left it at 2-5 % of the capacity (simulator, CUBIC 2 s
         // ahead).
+        self.share_gap(now).map(|(target, _)| target)
+    }
+
+    /// [`Hybrid::share_target`] and this flow's share over the reference.
+    fn share_gap(&self, now: Instant) -> Option<(f64, f64)> {
         let (own, other, cap) = self.shares(now)?;
         if own >= self.behind_fraction() * other {
             return None;
         }
         let target = (self.cwnd * other / own.max(0.01)).min(cap);
-        (target > self.cwnd).then_some(target)
+        (target > self.cwnd).then_some((target, own / other.max(1e-9)))
     }
 
     /// The fraction of the reference below which this flow is behind.
@@ -510,11 +515,13 @@ impl Hybrid {
         if !self.cfg.competitive_share_balance || !self.competitive || self.slow_start {
             return 0.0;
         }
-        let near = self
-            .shares(now)
-            .is_some_and(|(own, other, _)| own >= SHARE_BEHIND * other);
-        let rtts = SHARE_CATCHUP_RTTS * if near { SHARE_NEAR_SLOWER } else { 1.0 };
-        self.share_target(now).map_or(0.0, |target| {
+        self.share_gap(now).map_or(0.0, |(target, ratio)| {
+            let rtts = SHARE_CATCHUP_RTTS
+                * if ratio >= SHARE_BEHIND {
+                    SHARE_NEAR_SLOWER
+                } else {
+                    1.0
+                };
             ((target - self.cwnd) / (rtts * self.cwnd) * acked).min(acked)
         })
     }
