@@ -59,7 +59,12 @@ const SHARE_AHEAD: f64 = 1.1;
 /// The capacity share is read only while ACK events acknowledge at most
 /// this many packets on average (our client and ngtcp2's acknowledge
 /// every packet on the emulated link, about 1.03).
-const MAX_PACKETS_PER_ACK: f64 = 1.5;
+pub(super) const MAX_PACKETS_PER_ACK: f64 = 1.5;
+/// [`HybridConfig::competitive_share_entry`]: a capacity share below this
+/// ...
+const SMALL_SHARE: f64 = 0.25;
+/// ... for this long enters the mode.
+const SMALL_SHARE_FOR: Duration = Duration::from_secs(1);
 /// [`HybridConfig::competitive_start_entry`] looks this long after a
 /// slow-start exit on delay.
 const START_ENTRY_WITHIN: Duration = Duration::from_secs(2);
@@ -391,6 +396,38 @@ impl Hybrid {
         Some((self.own_rate? / c).min(1.0))
     }
 
+    /// Whether the capacity share reads this flow below `SMALL_SHARE`
+    /// ([`HybridConfig::competitive_share_entry`]): another flow takes most
+    /// of the bottleneck, whatever the queue reads against an RTTmin that
+    /// may include that flow's standing queue.
+    pub(super) fn small_share(&self) -> bool {
+        self.cfg.competitive_share_entry && self.capacity_share().is_some_and(|s| s < SMALL_SHARE)
+    }
+
+    /// [`HybridConfig::competitive_share_entry`]: outside the mode, a
+    /// capacity share below `SMALL_SHARE` for `SMALL_SHARE_FOR` while the
+    /// window limits sending enters the mode at once. The capacity share
+    /// already says what the recheck would test (that the queue is not
+    /// this flow's own), and behind a competitor that overflows the buffer
+    /// every few round trips the recheck was abandoned at each backoff
+    /// (simulator: entry 4 s after the share first read small).
+    fn share_entry(&mut self, now: Instant) {
+        let window_used = self.round_limited || self.prev_round_limited;
+        if self.competitive || self.slow_start || !window_used || !self.small_share() {
+            self.small_share_since = None;
+            return;
+        }
+        let since = *self.small_share_since.get_or_insert(now);
+        if now.saturating_duration_since(since) >= SMALL_SHARE_FOR
+            && self.recheck.is_none()
+            && self.recheck_due.is_none()
+        {
+            self.small_share_since = None;
+            self.stats.share_entries += 1;
+            self.enter_competitive(now);
+        }
+    }
+
     /// This flow's share as the share balance reads it now.
     pub(super) fn own_share_now(&self) -> Option<f64> {
         self.capacity_share().or_else(|| self.current_share())
@@ -618,7 +655,9 @@ impl Hybrid {
             let threshold = self
                 .queue_tolerance()
                 .max(r.before.mul_f64(self.cfg.competitive_drain_frac));
-            let drained = r.min_queue.is_some_and(|q| q <= threshold);
+            // A small capacity share: the queue read drained against an
+            // RTTmin that includes another flow's standing queue.
+            let drained = r.min_queue.is_some_and(|q| q <= threshold) && !self.small_share();
             if drained || ev.now >= r.until {
                 self.recheck = None;
                 self.finish_recheck(ev.now, r, drained);
@@ -664,12 +703,15 @@ impl Hybrid {
             let hold = (self.srtt * 4).max(Duration::from_millis(100));
             if self.competitive
                 && self.recheck.is_none()
+                && !self.small_share()
                 && ev.now.saturating_duration_since(since) >= hold
             {
                 self.competitive = false;
                 self.recheck_due = self.recheck_due.filter(|&(_, entering)| entering);
             }
         }
+        self.pairs_outside = self.pairs_outside_at(ev.now);
+        self.share_entry(ev.now);
         if self.competitive
             && self.cfg.competitive_reciprocity > 0
             && ev.rtt_updated

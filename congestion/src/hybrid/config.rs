@@ -40,7 +40,9 @@ pub struct HybridConfig {
     /// packet had other flows' packets ahead of it, and the estimate read
     /// this flow's own rate (6.2-6.8 Mbit/s on the 20 Mbit/s link, joining
     /// behind ngtcp2's CUBIC). quiche's pacer sends such pairs itself only
-    /// while the window is not full (lumpy pacing).
+    /// while the window is not full (lumpy pacing). With
+    /// `competitive_share_entry` also outside the mode, where that entry
+    /// needs the estimate.
     pub paced_pairs: bool,
     /// Enable the loss/queueing correlation test
     /// ([`Hybrid::loss_delay_correlated`]).
@@ -185,6 +187,18 @@ pub struct HybridConfig {
     /// loss-based competitor otherwise keeps the window of its overshoot
     /// while hybrid waits at the one it cut to (docs/congestion.md §3.4).
     pub competitive_start_entry: bool,
+    /// Outside the mode, a capacity share (`competitive_capacity_share`)
+    /// below a quarter for a second, while the window limits sending,
+    /// enters the mode, and while it stays that small no recheck reads the
+    /// queue as drained and the mode is not left on an empty queue. A flow that joins behind another flow's standing queue
+    /// takes part of that queue for its RTTmin: the other flow's dips then
+    /// look like a drained queue, the drain watch and the recheck refuse
+    /// the mode, and the flow stayed at 2-15 % of the link. To read the
+    /// capacity there, paced pairs (`paced_pairs`) are sent outside the
+    /// mode too, in congestion avoidance after a loss met a queue peak, on
+    /// a queue range of at least 0.15 RTTmin, and capacity samples are
+    /// taken whether or not a queue is detected (docs/congestion.md §3.4).
+    pub competitive_share_entry: bool,
     /// The share balance reads this flow's share as its delivery rate over
     /// the bottleneck's capacity, estimated from ACK dispersion (the fastest
     /// rate shared by a tenth of the pairs of packets acknowledged one after
@@ -328,6 +342,7 @@ impl Default for HybridConfig {
             competitive_reciprocity: 1,
             competitive_share_balance: true,
             competitive_start_entry: true,
+            competitive_share_entry: true,
             competitive_capacity_share: true,
             friendly_increase: true,
             friendly_increase_shallow: true,
