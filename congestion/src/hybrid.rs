@@ -127,8 +127,8 @@ pub struct HybridStats {
     /// Rechecks started by a loss of a packet sent after a slow-start exit
     /// on delay ([`HybridConfig::competitive_start_entry`]).
     pub start_entries: u64,
-    /// Rechecks started because the capacity share read this flow below a
-    /// quarter ([`HybridConfig::competitive_share_entry`]).
+    /// Entries into the competitive mode because the capacity share read
+    /// this flow below a quarter ([`HybridConfig::competitive_share_entry`]).
     pub share_entries: u64,
     /// Persistent congestion: the window fell to the minimum.
     pub persistent_congestion: u64,

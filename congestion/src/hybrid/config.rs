@@ -190,8 +190,9 @@ pub struct HybridConfig {
     /// Outside the mode, a capacity share (`competitive_capacity_share`)
     /// below a quarter for a second, while the window limits sending,
     /// enters the mode, and while it stays that small no recheck reads the
-    /// queue as drained and the mode is not left on an empty queue. A flow that joins behind another flow's standing queue
-    /// takes part of that queue for its RTTmin: the other flow's dips then
+    /// queue as drained and the mode is not left on an empty queue. A flow
+    /// that joins behind another flow's standing queue takes part of that
+    /// queue for its RTTmin: the other flow's dips then
     /// look like a drained queue, the drain watch and the recheck refuse
     /// the mode, and the flow stayed at 2-15 % of the link. To read the
     /// capacity there, paced pairs (`paced_pairs`) are sent outside the
