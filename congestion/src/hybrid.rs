@@ -70,13 +70,15 @@ mod competitive;
 mod config;
 mod loss;
 mod shallow;
+mod share;
 
 use std::time::{Duration, Instant};
 
 use capacity::Capacity;
-use competitive::{CutWatch, DrainCheck, Recheck, SHARE_CATCHUP_RTTS};
+use competitive::{CutWatch, DrainCheck, Recheck};
 pub use config::HybridConfig;
 use loss::LossRate;
+use share::SHARE_CATCHUP_RTTS;
 
 use crate::filter::WindowedMin;
 use crate::growth::{AdditiveIncrease, CubicGrowth};
@@ -566,7 +568,7 @@ impl Hybrid {
     pub(super) fn pairs_outside_at(&self, now: Instant) -> bool {
         if !self.cfg.competitive_share_entry
             || self.slow_start
-            || self.packets_per_ack > competitive::MAX_PACKETS_PER_ACK
+            || self.packets_per_ack > share::MAX_PACKETS_PER_ACK
         {
             return false;
         }
