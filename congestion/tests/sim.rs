@@ -1162,6 +1162,9 @@ fn hybrid_recovers_the_start_deficit_against_cubic() {
 /// four entered the competitive mode and filled the buffer: here 94-100 %
 /// of the time in the mode and 12 283 queue drops, on the emulated link
 /// about 5 000 queue drops per flow and 20 MB, against 1-21 without it.
+/// The flows start 10 ms apart here; other staggers still end in the mode
+/// without the share entry (`examples/simstagger.rs`, docs/congestion.md
+/// §7 item 3).
 #[test]
 fn four_hybrids_keep_out_of_the_competitive_mode() {
     for (p, seed) in [(0.0, 1), (0.0, 2), (0.05, 1)] {
