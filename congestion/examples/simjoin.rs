@@ -1,0 +1,90 @@
+//! Hybrid joining behind another flow that has had the link to itself for
+//! about 2 s, over a sweep of start offsets: the simulator's view of the
+//! "CUBIC 2 s ahead" cells of docs/results.md §5, where hybrid starves in
+//! some runs. The joiner's RTTmin includes part of the other flow's
+//! standing queue, and where the sweep lands in that flow's sawtooth decides
+//! whether hybrid's first recheck reads the queue as drained
+//! (docs/congestion.md §7 item 3).
+//!
+//! `cargo run -p congestion --example simjoin --release -- [OTHER] [RUNS] [SECS]`
+//! (simulator name of the flow ahead, default `cubic-rollback`, quiche's
+//! CUBIC; RUNS offsets, default 40; SECS per run, default 20).
+//!
+//! 20 Mbit/s, RTT 40 ms, one-BDP buffer, loss-free. Run `k` starts hybrid
+//! at 2 s + 37 k ms (spanning more than one period of the other flow's
+//! sawtooth) with seed `k`, once with every packet acknowledged and once
+//! with quiche-like ACKs at both receivers. Rates from 4 s (after the
+//! last start) to the end. Prints hybrid's rate over the other flow's:
+//! median (min-max), how many runs are in 0.8-1.25 and below 0.5, and
+//! every run's ratio.
+
+use std::time::Duration;
+
+use congestion::sim::{AckPolicy, Algo, LinkConfig, Simulation};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let fail = |msg: &str| -> ! {
+        eprintln!("{msg}");
+        std::process::exit(2)
+    };
+    let other = match args.first() {
+        None => Algo::CubicRollback,
+        Some(n) => Algo::from_name(n).unwrap_or_else(|| {
+            let names: Vec<&str> = Algo::ALL.iter().map(|a| a.name()).collect();
+            fail(&format!(
+                "unknown algorithm {n}; one of {}",
+                names.join(", ")
+            ))
+        }),
+    };
+    let runs: u64 = match args.get(1).map(|v| v.parse()) {
+        None => 40,
+        Some(Ok(v)) if (1..=54).contains(&v) => v,
+        Some(_) => fail("RUNS must be an integer in 1..=54 (offsets up to 4 s)"),
+    };
+    let secs: u64 = match args.get(2).map(|v| v.parse()) {
+        None => 20,
+        Some(Ok(v)) if v >= 10 => v,
+        Some(_) => fail("SECS must be an integer of at least 10"),
+    };
+    let ms = Duration::from_millis;
+    println!(
+        "# hybrid joining {} at 2 s + 37 k ms, k = 1..={runs}: 20 Mbit/s, 40 ms, BDP buffer, {secs} s, rates from 4 s",
+        other.name()
+    );
+    println!(
+        "| ACKs | hybrid / {} | in 0.8-1.25 | below 0.5 | per run |",
+        other.name()
+    );
+    println!("|---|---|---|---|---|");
+    for (label, quiche) in [("every packet", false), ("quiche-like", true)] {
+        let ratios: Vec<f64> = (1..=runs)
+            .map(|k| {
+                let mut sim = Simulation::new(LinkConfig::bdp_buffer(20.0, ms(40)).with_seed(k));
+                let mut ahead = other.flow(ms(40));
+                let mut joiner = Algo::Hybrid.flow(ms(40)).starting_at(ms(2000 + 37 * k));
+                if quiche {
+                    ahead.acks = AckPolicy::quiche();
+                    joiner.acks = AckPolicy::quiche();
+                }
+                sim.add_flow(ahead);
+                sim.add_flow(joiner);
+                let r = sim.run(Duration::from_secs(secs), Duration::from_secs(4));
+                r.flows[1].throughput_bps / r.flows[0].throughput_bps.max(1.0)
+            })
+            .collect();
+        let mut sorted = ratios.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted[sorted.len() / 2];
+        let band = ratios.iter().filter(|r| (0.8..=1.25).contains(*r)).count();
+        let starved = ratios.iter().filter(|&&r| r < 0.5).count();
+        let all: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+        println!(
+            "| {label} | {median:.2} ({:.2}-{:.2}) | {band}/{runs} | {starved}/{runs} | {} |",
+            sorted[0],
+            sorted[sorted.len() - 1],
+            all.join(" ")
+        );
+    }
+}
