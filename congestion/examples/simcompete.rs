@@ -34,9 +34,8 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let algo = |i: usize, default: Algo| match args.get(i) {
         None => default,
-        Some(n) => Algo::from_name(n).unwrap_or_else(|| {
-            let names: Vec<&str> = Algo::ALL.iter().map(|a| a.name()).collect();
-            eprintln!("unknown algorithm {n}; one of {}", names.join(", "));
+        Some(n) => Algo::parse(n).unwrap_or_else(|e| {
+            eprintln!("{e}");
             std::process::exit(2)
         }),
     };

@@ -28,9 +28,8 @@ fn main() {
     };
     let algo = |i: usize| {
         let n = args.get(i).unwrap_or_else(|| usage());
-        Algo::from_name(n).unwrap_or_else(|| {
-            let names: Vec<&str> = Algo::ALL.iter().map(|a| a.name()).collect();
-            eprintln!("unknown algorithm {n}; one of {}", names.join(", "));
+        Algo::parse(n).unwrap_or_else(|e| {
+            eprintln!("{e}");
             std::process::exit(2)
         })
     };

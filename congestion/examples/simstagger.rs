@@ -27,13 +27,7 @@ fn main() {
     };
     let algo = match args.first() {
         None => Algo::Hybrid,
-        Some(n) => Algo::from_name(n).unwrap_or_else(|| {
-            let names: Vec<&str> = Algo::ALL.iter().map(|a| a.name()).collect();
-            fail(&format!(
-                "unknown algorithm {n}; one of {}",
-                names.join(", ")
-            ))
-        }),
+        Some(n) => Algo::parse(n).unwrap_or_else(|e| fail(&e)),
     };
     let n: u64 = match args.get(1).map(|v| v.parse()) {
         None => 4,

@@ -37,6 +37,20 @@ fn coded_hybrid(cfg: congestion::HybridConfig, rtt: Duration) -> FlowSpec {
     f
 }
 
+/// The examples' command lines take the simulator's names: each parses
+/// back to its algorithm, and an unknown one is refused with the list.
+#[test]
+fn algorithm_names_parse_back() {
+    for a in Algo::ALL {
+        assert_eq!(Algo::parse(a.name()), Ok(a));
+    }
+    let err = Algo::parse("reno").unwrap_err();
+    assert!(
+        err.contains("reno") && err.contains("cubic-rollback"),
+        "{err}"
+    );
+}
+
 fn single(algo: Algo, p: f64, dur: Duration) -> SimReport {
     let link = LinkConfig::bdp_buffer(20.0, ms(40)).with_loss(p, p);
     let mut sim = Simulation::new(link);

@@ -1232,6 +1232,15 @@ impl Algo {
         Self::ALL.into_iter().find(|a| a.name() == name)
     }
 
+    /// [`Algo::from_name`] for a command line: the error names the
+    /// algorithms there are.
+    pub fn parse(name: &str) -> Result<Algo, String> {
+        Self::from_name(name).ok_or_else(|| {
+            let names: Vec<&str> = Self::ALL.iter().map(|a| a.name()).collect();
+            format!("unknown algorithm {name}; one of {}", names.join(", "))
+        })
+    }
+
     /// Short name, as in the simulator's tables.
     pub fn name(self) -> &'static str {
         match self {
