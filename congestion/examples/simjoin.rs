@@ -18,9 +18,7 @@
 //! median (min-max), how many runs are in 0.8-1.25 and below 0.5, and
 //! every run's ratio.
 
-use std::time::Duration;
-
-use congestion::sim::{AckPolicy, Algo, LinkConfig, Simulation};
+use congestion::sim::{join_ratios, Algo};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -42,7 +40,6 @@ fn main() {
         Some(Ok(v)) if v >= 10 => v,
         Some(_) => fail("SECS must be an integer of at least 10"),
     };
-    let ms = Duration::from_millis;
     println!(
         "# hybrid joining {} at 2 s + 37 k ms, k = 1..={runs}: 20 Mbit/s, 40 ms, BDP buffer, {secs} s, rates from 4 s",
         other.name()
@@ -53,21 +50,7 @@ fn main() {
     );
     println!("|---|---|---|---|---|");
     for (label, quiche) in [("every packet", false), ("quiche-like", true)] {
-        let ratios: Vec<f64> = (1..=runs)
-            .map(|k| {
-                let mut sim = Simulation::new(LinkConfig::bdp_buffer(20.0, ms(40)).with_seed(k));
-                let mut ahead = other.flow(ms(40));
-                let mut joiner = Algo::Hybrid.flow(ms(40)).starting_at(ms(2000 + 37 * k));
-                if quiche {
-                    ahead.acks = AckPolicy::quiche();
-                    joiner.acks = AckPolicy::quiche();
-                }
-                sim.add_flow(ahead);
-                sim.add_flow(joiner);
-                let r = sim.run(Duration::from_secs(secs), Duration::from_secs(4));
-                r.flows[1].throughput_bps / r.flows[0].throughput_bps.max(1.0)
-            })
-            .collect();
+        let ratios = join_ratios(other, Algo::Hybrid, runs, secs, quiche);
         let mut sorted = ratios.clone();
         sorted.sort_by(f64::total_cmp);
         let median = sorted[sorted.len() / 2];

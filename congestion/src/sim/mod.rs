@@ -26,10 +26,12 @@
 //! wall clock, and runs are reproducible from the seed.
 
 mod bbr;
+mod join;
 mod rng;
 mod schedule;
 
 pub use bbr::BbrLike;
+pub use join::join_ratios;
 pub use rng::Rng;
 pub use schedule::RateSchedule;
 
