@@ -20,6 +20,9 @@
 
 use std::time::Duration;
 
+mod common;
+
+use common::Args;
 use congestion::sim::{AckPolicy, Algo, LinkConfig, Simulation};
 
 /// The receivers' ACK policies of a column.
@@ -31,35 +34,17 @@ enum Acks {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let algo = |i: usize, default: Algo| match args.get(i) {
-        None => default,
-        Some(n) => Algo::parse(n).unwrap_or_else(|e| {
-            eprintln!("{e}");
-            std::process::exit(2)
-        }),
-    };
-    let (a, b) = (algo(0, Algo::Hybrid), algo(1, Algo::CubicRollback));
-    let seeds: u64 = match args.get(2).map(|n| n.parse()) {
-        None => 5,
-        Some(Ok(n)) if n > 0 => n,
-        Some(_) => {
-            eprintln!("SEEDS must be a positive integer");
-            std::process::exit(2)
-        }
-    };
-    let secs_arg = |i: usize, default: f64| match args.get(i).map(|n| n.parse::<f64>()) {
-        None => default,
-        Some(Ok(v)) if v >= 0.0 => v,
-        Some(_) => {
-            eprintln!("SECS and FROM must be non-negative numbers");
-            std::process::exit(2)
-        }
-    };
-    let (secs, from) = (secs_arg(3, 20.0), secs_arg(4, 3.0));
+    let args = Args::from_env();
+    let (a, b) = (
+        args.algo(0, Algo::Hybrid),
+        args.algo(1, Algo::CubicRollback),
+    );
+    let seeds: u64 = args.value(2, 5, |n| *n > 0, "SEEDS must be a positive integer");
+    let secs_msg = "SECS and FROM must be non-negative numbers";
+    let secs: f64 = args.value(3, 20.0, |v| *v >= 0.0, secs_msg);
+    let from: f64 = args.value(4, 3.0, |v| *v >= 0.0, secs_msg);
     if from >= secs {
-        eprintln!("FROM must be less than SECS");
-        std::process::exit(2)
+        Args::fail("FROM must be less than SECS");
     }
     let ms = Duration::from_millis;
     println!(

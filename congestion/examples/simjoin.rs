@@ -18,28 +18,26 @@
 //! median (min-max), how many runs are in 0.8-1.25 and below 0.5, and
 //! every run's ratio.
 
+mod common;
+
+use common::Args;
 use congestion::sim::{join_ratios, Algo};
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let fail = |msg: &str| -> ! {
-        eprintln!("{msg}");
-        std::process::exit(2)
-    };
-    let other = match args.first() {
-        None => Algo::CubicRollback,
-        Some(n) => Algo::parse(n).unwrap_or_else(|e| fail(&e)),
-    };
-    let runs: u64 = match args.get(1).map(|v| v.parse()) {
-        None => 40,
-        Some(Ok(v)) if (1..=54).contains(&v) => v,
-        Some(_) => fail("RUNS must be an integer in 1..=54 (offsets up to 4 s)"),
-    };
-    let secs: u64 = match args.get(2).map(|v| v.parse()) {
-        None => 20,
-        Some(Ok(v)) if v >= 10 => v,
-        Some(_) => fail("SECS must be an integer of at least 10"),
-    };
+    let args = Args::from_env();
+    let other = args.algo(0, Algo::CubicRollback);
+    let runs: u64 = args.value(
+        1,
+        40,
+        |v| (1..=54).contains(v),
+        "RUNS must be an integer in 1..=54 (offsets up to 4 s)",
+    );
+    let secs: u64 = args.value(
+        2,
+        20,
+        |v| *v >= 10,
+        "SECS must be an integer of at least 10",
+    );
     println!(
         "# hybrid joining {} at 2 s + 37 k ms, k = 1..={runs}: 20 Mbit/s, 40 ms, BDP buffer, {secs} s, rates from 4 s",
         other.name()

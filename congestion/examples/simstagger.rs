@@ -17,36 +17,34 @@
 
 use std::time::Duration;
 
+mod common;
+
+use common::Args;
 use congestion::sim::{Algo, LinkConfig, Simulation};
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let fail = |msg: &str| -> ! {
-        eprintln!("{msg}");
-        std::process::exit(2)
-    };
-    let algo = match args.first() {
-        None => Algo::Hybrid,
-        Some(n) => Algo::parse(n).unwrap_or_else(|e| fail(&e)),
-    };
-    let n: u64 = match args.get(1).map(|v| v.parse()) {
-        None => 4,
-        Some(Ok(v)) if (2..=16).contains(&v) => v,
-        Some(_) => fail("N must be an integer in 2..=16"),
-    };
-    let loss: f64 = match args.get(2).map(|v| v.parse()) {
-        None => 0.0,
-        Some(Ok(v)) if (0.0..0.5).contains(&v) => v,
-        Some(_) => fail("LOSS must be a probability below 0.5"),
-    };
+    let args = Args::from_env();
+    let algo = args.algo(0, Algo::Hybrid);
+    let n: u64 = args.value(
+        1,
+        4,
+        |v| (2..=16).contains(v),
+        "N must be an integer in 2..=16",
+    );
+    let loss: f64 = args.value(
+        2,
+        0.0,
+        |v| (0.0..0.5).contains(v),
+        "LOSS must be a probability below 0.5",
+    );
     let staggers: Vec<u64> = args
-        .get(3)
-        .map_or("0,10,20,50,100,200,300,450,800,1200,1500", String::as_str)
+        .text(3)
+        .unwrap_or("0,10,20,50,100,200,300,450,800,1200,1500")
         .split(',')
         .map(|s| {
             s.trim()
                 .parse()
-                .unwrap_or_else(|_| fail("STAGGERS_MS must be integers"))
+                .unwrap_or_else(|_| Args::fail("STAGGERS_MS must be integers"))
         })
         .collect();
     let ms = Duration::from_millis;
