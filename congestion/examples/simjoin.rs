@@ -16,12 +16,17 @@
 //! with quiche-like ACKs at both receivers. Rates from 4 s (after the
 //! last start) to the end. Prints hybrid's rate over the other flow's:
 //! median (min-max), how many runs are in 0.8-1.25 and below 0.5, and
-//! every run's ratio.
+//! every run's ratio; then, for the sweep with every packet acknowledged,
+//! each run's start, ratio, hybrid's time in its competitive mode and its
+//! mean off-peak (random) loss estimate, and how many starving runs never
+//! entered the mode or had that estimate at or above the mode's gate
+//! (`HybridConfig::competitive_max_random_loss`).
 
 mod common;
 
 use common::Args;
-use congestion::sim::{join_ratios, Algo};
+use congestion::sim::{join_runs, Algo, JoinRun};
+use congestion::HybridConfig;
 
 fn main() {
     let args = Args::from_env();
@@ -47,8 +52,10 @@ fn main() {
         other.name()
     );
     println!("|---|---|---|---|---|");
+    let mut detail = Vec::new();
     for (label, quiche) in [("every packet", false), ("quiche-like", true)] {
-        let ratios = join_ratios(other, Algo::Hybrid, runs, secs, quiche);
+        let runs_out = join_runs(other, Algo::Hybrid, runs, secs, quiche);
+        let ratios: Vec<f64> = runs_out.iter().map(|r| r.ratio).collect();
         let mut sorted = ratios.clone();
         sorted.sort_by(f64::total_cmp);
         let median = sorted[sorted.len() / 2];
@@ -61,5 +68,40 @@ fn main() {
             sorted[sorted.len() - 1],
             all.join(" ")
         );
+        if !quiche {
+            detail = runs_out;
+        }
     }
+    // Why runs starve (every packet acknowledged): whether hybrid was in
+    // its competitive mode, and its random-loss estimate, which keeps the
+    // mode's entries closed at or above the gate.
+    let gate = HybridConfig::default().competitive_max_random_loss;
+    println!(
+        "\n| run | start s | hybrid / {} | time in the mode | off-peak loss % |",
+        other.name()
+    );
+    println!("|---|---|---|---|---|");
+    for (k, r) in detail.iter().enumerate() {
+        println!(
+            "| {} | {:.3} | {:.2} | {:.2} | {:.2} |",
+            k + 1,
+            r.start.as_secs_f64(),
+            r.ratio,
+            r.mode_time,
+            100.0 * r.off_peak_loss
+        );
+    }
+    let low: Vec<&JoinRun> = detail.iter().filter(|r| r.ratio < 0.5).collect();
+    let never = low.iter().filter(|r| r.mode_time < 0.05).count();
+    let gated = low.iter().filter(|r| r.off_peak_loss >= gate).count();
+    let gated_ok = detail
+        .iter()
+        .filter(|r| r.ratio >= 0.5 && r.off_peak_loss >= gate)
+        .count();
+    println!(
+        "\nbelow 0.5: {} runs; {never} of them under 5 % of the time in the mode; {gated} with a mean off-peak loss of {} % or more (of the other {} runs: {gated_ok})",
+        low.len(),
+        100.0 * gate,
+        detail.len() - low.len()
+    );
 }

@@ -31,7 +31,7 @@ mod rng;
 mod schedule;
 
 pub use bbr::BbrLike;
-pub use join::join_ratios;
+pub use join::{join_ratios, join_runs, JoinRun};
 pub use rng::Rng;
 pub use schedule::RateSchedule;
 
