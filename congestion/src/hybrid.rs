@@ -132,6 +132,9 @@ pub struct HybridStats {
     /// Entries into the competitive mode because the capacity share read
     /// this flow below a quarter ([`HybridConfig::competitive_share_entry`]).
     pub share_entries: u64,
+    /// Times the share balance counted one more flow sharing the bottleneck
+    /// ([`HybridConfig::competitive_share_flows`]).
+    pub share_flows_raised: u64,
     /// Persistent congestion: the window fell to the minimum.
     pub persistent_congestion: u64,
 }
@@ -309,6 +312,17 @@ pub struct Hybrid {
     /// A fall of the queue below `RECIPROCITY_DROP` of the peak without a
     /// backoff of this flow: (when to confirm, the peak).
     drop_watch: Option<(Instant, Duration)>,
+    /// Packets lost and packets decided (lost or acknowledged), each an
+    /// exponential average over time (`LOSS_FRACTION_TAU`), and when they
+    /// were last updated: the recent loss fraction.
+    loss_avg: (f64, f64, Option<Instant>),
+    /// [`HybridConfig::competitive_share_flows`]: the flows (this one
+    /// included) the share balance takes to share the bottleneck, ...
+    share_flows: f64,
+    /// ... the capacity share at the last progress check and when, ...
+    share_check: Option<(Instant, f64)>,
+    /// ... and when `share_flows` was last raised.
+    share_flows_at: Option<Instant>,
 }
 
 /// The queue range's maximum takes the minimum RTT of the last
@@ -326,6 +340,9 @@ const ACKED_RTTS: usize = 64;
 /// smoothed RTTs, and its floor.
 const OWN_RATE_RTTS: u32 = 8;
 const OWN_RATE_MIN_TAU: Duration = Duration::from_millis(250);
+
+/// Time constant of the recent loss fraction ([`Hybrid::loss_fraction`]).
+const LOSS_FRACTION_TAU: Duration = Duration::from_secs(1);
 
 /// HyStart++'s delay-increase threshold for a base RTT:
 /// `clamp(base / 8, 4 ms, 16 ms)`.
@@ -435,6 +452,10 @@ impl Hybrid {
             own_rate_at: None,
             own_rate_max: crate::filter::WindowedMax::new(Duration::from_secs(10)),
             packets_per_ack: 1.0,
+            loss_avg: (0.0, 0.0, None),
+            share_flows: 2.0,
+            share_check: None,
+            share_flows_at: None,
             cfg,
         }
     }
@@ -720,6 +741,28 @@ impl Hybrid {
         (self.cwnd / mss * self.ramp_cap() / self.cfg.alpha.max(1e-9)).max(1.0)
     }
 
+    /// Adds an ACK event's lost and acknowledged packets to the recent
+    /// loss fraction.
+    fn update_loss_fraction(&mut self, now: Instant, lost: f64, acked: f64) {
+        let (l, d, at) = self.loss_avg;
+        let decay = at.map_or(0.0, |t| {
+            (-now.saturating_duration_since(t).as_secs_f64() / LOSS_FRACTION_TAU.as_secs_f64())
+                .exp()
+        });
+        self.loss_avg = (l * decay + lost, d * decay + lost + acked, Some(now));
+    }
+
+    /// The fraction of the packets decided over about the last
+    /// `LOSS_FRACTION_TAU` that were lost (whatever the cause).
+    pub fn loss_fraction(&self) -> f64 {
+        let (l, d, _) = self.loss_avg;
+        if d > 0.0 {
+            l / d
+        } else {
+            0.0
+        }
+    }
+
     /// Multiplies the window by `beta`. In slow start the window is first
     /// replaced by what the path delivered over the last round, scaled by
     /// `delivered_beta`. Returns the window the reduction applied to (in
@@ -792,6 +835,7 @@ impl Controller for Hybrid {
             ("sympathetic_backoffs", st.sympathetic_backoffs),
             ("start_entries", st.start_entries),
             ("share_entries", st.share_entries),
+            ("share_flows_raised", st.share_flows_raised),
             ("competitive_rechecks", st.competitive_rechecks),
             ("competitive_cleared", st.competitive_cleared),
             ("competitive_entries", st.competitive_entries),
@@ -803,6 +847,7 @@ impl Controller for Hybrid {
             }
         }
         out("erasure_rate", self.erasure_rate());
+        out("loss_fraction", self.loss_fraction());
         if let Some(r) = self.off_peak.rate() {
             out("off_peak_loss", r);
         }
@@ -818,6 +863,7 @@ impl Controller for Hybrid {
         if self.competitive {
             out("own_backoffs", self.own_cuts as f64);
             out("other_reductions", self.their_cuts as f64);
+            out("share_flows", self.share_flows);
             if let Some(s) = self.own_share_now() {
                 out("own_share", s);
             }
@@ -872,6 +918,7 @@ impl Controller for Hybrid {
             self.rtt_recent.expire(ev.now);
         }
         self.send.on_acked(ev.acked);
+        self.update_loss_fraction(ev.now, ev.lost.len() as f64, ev.acked.len() as f64);
         if !ev.acked.is_empty() {
             self.acked_bytes += ev.acked.iter().map(|a| a.bytes as u64).sum::<u64>();
             if self.ack_history.len() == ACK_HISTORY {

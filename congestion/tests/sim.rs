@@ -1189,6 +1189,41 @@ fn hybrid_recovers_the_start_deficit_against_cubic() {
     assert!(with > without + 0.2, "{with} vs {without}");
 }
 
+/// Four hybrid flows started 200 and 300 ms apart, staggers at which they
+/// do enter the competitive mode (a start entry, then the others follow;
+/// docs/congestion.md §7 item 3). With the share balance's reference as
+/// the rest of the capacity (one competitor), each read itself behind at
+/// a quarter, skipped congestion events and grew towards half the link:
+/// 2 358-3 388 queue drops per flow in 20 s. Counting the flows whose
+/// catch-up does not raise the share (`competitive_share_flows`) keeps
+/// them at 177-398, against 10-300 for four CUBIC flows
+/// (`examples/simstagger.rs`).
+#[test]
+fn equal_hybrids_in_the_mode_count_each_other() {
+    let drops = |share_flows: bool, stagger: u64| {
+        let mut sim = Simulation::new(LinkConfig::bdp_buffer(20.0, ms(40)));
+        for k in 0..4u64 {
+            let cfg = congestion::HybridConfig {
+                competitive_share_flows: share_flows,
+                ..Default::default()
+            };
+            sim.add_flow(coded_hybrid(cfg, ms(40)).starting_at(ms(stagger * k)));
+        }
+        let r = sim.run(secs(20), secs(3));
+        r.flows.iter().map(|f| f.queue_drops).max().unwrap_or(0)
+    };
+    for stagger in [200, 300] {
+        let (with, without) = (drops(true, stagger), drops(false, stagger));
+        eprintln!(
+            "{stagger} ms apart: most queue drops of a flow {with}, without counting {without}"
+        );
+        assert!(
+            with < 1_000 && without > 2 * with,
+            "{stagger} ms: {with} vs {without}"
+        );
+    }
+}
+
 /// Four hybrid flows on one bottleneck, each acknowledged packet by packet
 /// (so each reads the capacity share): an equal share is a quarter of the
 /// capacity, which must not read as "another flow holds the queue". With

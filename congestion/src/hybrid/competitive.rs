@@ -215,6 +215,14 @@ impl Hybrid {
     pub(super) fn enter_competitive(&mut self, now: Instant) {
         self.stats.competitive_entries += 1;
         self.competitive = true;
+        self.share_check = None;
+        // The flows counted in a mode that ended recently are still there.
+        if self
+            .share_flows_at
+            .is_none_or(|t| now.saturating_duration_since(t) > super::share::SHARE_FLOWS_MEMORY)
+        {
+            self.share_flows = 2.0;
+        }
         self.rechecked_at = Some(now);
         self.own_cuts = 0;
         self.their_cuts = 0;
@@ -485,6 +493,7 @@ impl Hybrid {
                 self.recheck_due = self.recheck_due.filter(|&(_, entering)| entering);
             }
         }
+        self.share_progress(ev.now);
         self.pairs_outside = self.pairs_outside_at(ev.now);
         self.share_entry(ev.now);
         if self.competitive

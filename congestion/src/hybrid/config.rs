@@ -204,6 +204,21 @@ pub struct HybridConfig {
     /// there, CUBIC-like, they filled the buffer (about 5 000 queue drops
     /// per flow and 20 MB on the emulated link, against 1-21 without).
     pub competitive_share_entry: bool,
+    /// The share balance's reference with the capacity share is the rest
+    /// of the capacity divided among the other flows it counts (at first
+    /// one: the rest). In the mode, while behind, every 250 ms: if the
+    /// capacity share rose by less than a tenth while more than a tenth of
+    /// the packets (averaged over 1 s) were lost, the other flows are
+    /// catching up as fast as this one, and it counts one more (up to 15
+    /// others; kept across mode entries for 30 s). The reference with one
+    /// other flow assumes that flow gives up share when this one skips
+    /// congestion events; equal hybrids in the mode all read themselves
+    /// behind (four read a quarter each against a rest of three quarters),
+    /// all skipped events and grew towards half the link, and flooded the
+    /// buffer: about 3 000 queue drops per flow in 20 s in `simstagger`
+    /// (docs/congestion.md §7 item 3). A single loss-based flow yields to
+    /// the catch-up (the share rises), so nothing is counted there.
+    pub competitive_share_flows: bool,
     /// The share balance reads this flow's share as its delivery rate over
     /// the bottleneck's capacity, estimated from ACK dispersion (the fastest
     /// rate shared by a tenth of the pairs of packets acknowledged one after
@@ -348,6 +363,7 @@ impl Default for HybridConfig {
             competitive_share_balance: true,
             competitive_start_entry: true,
             competitive_share_entry: false,
+            competitive_share_flows: true,
             competitive_capacity_share: true,
             friendly_increase: true,
             friendly_increase_shallow: true,
