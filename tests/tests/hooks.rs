@@ -151,6 +151,75 @@ fn external_controller_window_and_pacing_govern_sending() {
     }
 }
 
+/// `Config::set_pacing_slack` (patch 0014): an application that may send a
+/// paced datagram up to the slack before its `SendInfo::at` gets each packet
+/// recorded as sent at `max(now, at - slack)`, the earliest time it can
+/// leave, while `at` keeps the pacer's spacing. Without it a datagram sent
+/// early reads a shorter RTT (up to the slack: about 1 ms below the path's
+/// floor with the tools' 1 ms release quantum on the emulated link).
+#[test]
+fn pacing_slack_records_the_earliest_release() {
+    const CWND: usize = 40 * 1200;
+    const RATE: u64 = 1_000_000; // bytes/s: 1.2 ms per datagram
+    const SLACK: Duration = Duration::from_millis(5);
+    let log = Arc::new(Mutex::new(CcLog::default()));
+    let mut ccfg = config(false);
+    ccfg.set_external_congestion_control(Arc::new(FixedFactory {
+        cwnd: CWND,
+        rate: RATE,
+        log: log.clone(),
+    }));
+    ccfg.enable_pacing(true);
+    ccfg.set_pacing_slack(SLACK);
+    let mut scfg = config(true);
+    let mut pair = Pair::new(&mut ccfg, &mut scfg, |_, _| {});
+    pair.handshake();
+    pair.client
+        .stream_send(4, &vec![7u8; 1_000_000], true)
+        .unwrap();
+    // Each datagram with the instants just before and after send().
+    let mut buf = [0u8; 65535];
+    let mut flight = Vec::new();
+    loop {
+        let before = Instant::now();
+        match pair.client.send(&mut buf) {
+            Ok((_, info)) => flight.push((info.at, before, Instant::now())),
+            Err(quiche::Error::Done) => break,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    assert!(flight.len() >= 30, "{} datagrams", flight.len());
+    let l = log.lock().unwrap();
+    let times = &l.sent_times[l.sent_times.len() - flight.len()..];
+    let mut early = 0;
+    for (i, ((at, before, after), sent)) in flight.iter().zip(times).enumerate() {
+        let earliest = at.checked_sub(SLACK).unwrap_or(*before);
+        let lo = earliest.max(*before);
+        let hi = earliest.max(*after);
+        assert!(
+            *sent >= lo && *sent <= hi,
+            "datagram {i}: recorded {:?} after the earliest release, {:?} before at",
+            sent.saturating_duration_since(lo),
+            at.saturating_duration_since(*sent)
+        );
+        if *at > *after + SLACK {
+            early += 1;
+            // Paced beyond the slack: recorded exactly `SLACK` before `at`.
+            assert_eq!(*at - *sent, SLACK, "datagram {i}");
+        }
+    }
+    // 40 datagrams at 1.2 ms apart: most are paced more than 5 ms ahead.
+    assert!(early >= 20, "{early} datagrams paced beyond the slack");
+    // The pacer's spacing is unchanged: release times 1.2 ms apart.
+    let last = flight.len() - 2;
+    let span = flight[last].0 - flight[10].0;
+    let expect = Duration::from_secs_f64((last - 10) as f64 * 1200.0 / RATE as f64);
+    assert!(
+        span >= expect.mul_f64(0.9) && span <= expect.mul_f64(1.1),
+        "paced span {span:?}, expected about {expect:?}"
+    );
+}
+
 /// Window of [`fixed_window_pair`]'s client.
 const FIXED_CWND: usize = 20 * 1200;
 
