@@ -38,10 +38,11 @@ pub fn configure(config: &mut quiche::Config, t: &TransportArgs) -> Result<(), S
     config.set_initial_max_streams_uni(100);
     config.set_disable_active_migration(true);
     config.enable_pacing(true);
-    // Our pacer releases a datagram up to this much before its `at`
-    // (`pacing.rs`): quiche records it as sent then, so that RTT samples
-    // are not shortened by the early release (docs/hooks.md).
-    config.set_pacing_slack(t.pacing_slack());
+    // Our pacer releases a datagram up to `--pacing-slack-us` before its
+    // `at` (`pacing.rs`), and quiche records it as sent at `at`, so RTT
+    // samples can be that much short. `Config::set_pacing_slack(t.pacing_slack())`
+    // corrects that, but hybrid's shallow-buffer tuning depends on the
+    // bias: docs/hooks.md §12.
     crate::cc::apply(config, &t.cc)?;
     if t.early_data {
         config.enable_early_data();

@@ -82,43 +82,71 @@ impl cc::CongestionControllerFactory for FixedFactory {
     }
 }
 
-/// Sends as much as the client may without any ack; returns the datagram
-/// sizes and their release times.
-fn one_flight(pair: &mut Pair) -> Vec<(usize, Instant)> {
+/// One datagram of [`one_flight`]: its size, its release time, and the
+/// instants just before and after `send()` returned it.
+struct Datagram {
+    len: usize,
+    at: Instant,
+    before: Instant,
+    after: Instant,
+}
+
+/// Sends as much as the client may without any ack.
+fn one_flight(pair: &mut Pair) -> Vec<Datagram> {
     let mut buf = [0u8; 65535];
     let mut out = Vec::new();
     loop {
+        let before = Instant::now();
         match pair.client.send(&mut buf) {
-            Ok((n, info)) => out.push((n, info.at)),
+            Ok((len, info)) => out.push(Datagram {
+                len,
+                at: info.at,
+                before,
+                after: Instant::now(),
+            }),
             Err(quiche::Error::Done) => return out,
             Err(e) => panic!("{e:?}"),
         }
     }
 }
 
-#[test]
-fn external_controller_window_and_pacing_govern_sending() {
-    const CWND: usize = 40 * 1200;
-    const RATE: u64 = 1_000_000; // bytes/s
+/// Window and pacing rate of [`paced_pair`]'s client: 1.2 ms per
+/// 1200-byte datagram.
+const PACED_CWND: usize = 40 * 1200;
+const PACED_RATE: u64 = 1_000_000;
+
+/// A pair after its handshake whose client has a fixed window and pacing
+/// rate ([`FixedFactory`]), quiche's pacing on with `slack`
+/// (`Config::set_pacing_slack`), and 1 MB queued on stream 4.
+fn paced_pair(slack: Duration) -> (Pair, Arc<Mutex<CcLog>>) {
     let log = Arc::new(Mutex::new(CcLog::default()));
     let mut ccfg = config(false);
     ccfg.set_external_congestion_control(Arc::new(FixedFactory {
-        cwnd: CWND,
-        rate: RATE,
+        cwnd: PACED_CWND,
+        rate: PACED_RATE,
         log: log.clone(),
     }));
     ccfg.enable_pacing(true);
+    ccfg.set_pacing_slack(slack);
     let mut scfg = config(true);
     let mut pair = Pair::new(&mut ccfg, &mut scfg, |_, _| {});
     pair.handshake();
-    assert!(log.lock().unwrap().created >= 1);
-    assert!(log.lock().unwrap().events >= 1, "acks reach the controller");
-
     pair.client
         .stream_send(4, &vec![7u8; 1_000_000], true)
         .unwrap();
+    (pair, log)
+}
+
+#[test]
+fn external_controller_window_and_pacing_govern_sending() {
+    const CWND: usize = PACED_CWND;
+    const RATE: u64 = PACED_RATE;
+    let (mut pair, log) = paced_pair(Duration::ZERO);
+    assert!(log.lock().unwrap().created >= 1);
+    assert!(log.lock().unwrap().events >= 1, "acks reach the controller");
+
     let flight = one_flight(&mut pair);
-    let bytes: usize = flight.iter().map(|f| f.0).sum();
+    let bytes: usize = flight.iter().map(|f| f.len).sum();
     // quiche's own CUBIC would stop at its 10-packet initial window.
     assert!(bytes <= CWND, "flight {bytes} exceeds the window {CWND}");
     assert!(
@@ -129,8 +157,8 @@ fn external_controller_window_and_pacing_govern_sending() {
     // Past the initial burst, release times are spaced at the pacing rate.
     let burst = 10;
     let paced = &flight[burst..];
-    let span = paced.last().unwrap().1 - paced[0].1;
-    let paced_bytes: usize = paced[..paced.len() - 1].iter().map(|f| f.0).sum();
+    let span = paced.last().unwrap().at - paced[0].at;
+    let paced_bytes: usize = paced[..paced.len() - 1].iter().map(|f| f.len).sum();
     let expect = Duration::from_secs_f64(paced_bytes as f64 / RATE as f64);
     assert!(
         span >= expect.mul_f64(0.9) && span <= expect.mul_f64(1.1),
@@ -142,8 +170,12 @@ fn external_controller_window_and_pacing_govern_sending() {
     // later.
     let l = log.lock().unwrap();
     let times = &l.sent_times[l.sent_times.len() - flight.len()..];
-    for (i, ((_, at), sent)) in flight.iter().zip(times).enumerate() {
-        let gap = if at > sent { *at - *sent } else { *sent - *at };
+    for (i, (d, sent)) in flight.iter().zip(times).enumerate() {
+        let gap = if d.at > *sent {
+            d.at - *sent
+        } else {
+            *sent - d.at
+        };
         assert!(
             gap < Duration::from_micros(100),
             "datagram {i}: released {gap:?} from its send time"
@@ -159,61 +191,36 @@ fn external_controller_window_and_pacing_govern_sending() {
 /// floor with the tools' 1 ms release quantum on the emulated link).
 #[test]
 fn pacing_slack_records_the_earliest_release() {
-    const CWND: usize = 40 * 1200;
-    const RATE: u64 = 1_000_000; // bytes/s: 1.2 ms per datagram
     const SLACK: Duration = Duration::from_millis(5);
-    let log = Arc::new(Mutex::new(CcLog::default()));
-    let mut ccfg = config(false);
-    ccfg.set_external_congestion_control(Arc::new(FixedFactory {
-        cwnd: CWND,
-        rate: RATE,
-        log: log.clone(),
-    }));
-    ccfg.enable_pacing(true);
-    ccfg.set_pacing_slack(SLACK);
-    let mut scfg = config(true);
-    let mut pair = Pair::new(&mut ccfg, &mut scfg, |_, _| {});
-    pair.handshake();
-    pair.client
-        .stream_send(4, &vec![7u8; 1_000_000], true)
-        .unwrap();
-    // Each datagram with the instants just before and after send().
-    let mut buf = [0u8; 65535];
-    let mut flight = Vec::new();
-    loop {
-        let before = Instant::now();
-        match pair.client.send(&mut buf) {
-            Ok((_, info)) => flight.push((info.at, before, Instant::now())),
-            Err(quiche::Error::Done) => break,
-            Err(e) => panic!("{e:?}"),
-        }
-    }
+    let (mut pair, log) = paced_pair(SLACK);
+    let flight = one_flight(&mut pair);
     assert!(flight.len() >= 30, "{} datagrams", flight.len());
     let l = log.lock().unwrap();
     let times = &l.sent_times[l.sent_times.len() - flight.len()..];
     let mut early = 0;
-    for (i, ((at, before, after), sent)) in flight.iter().zip(times).enumerate() {
-        let earliest = at.checked_sub(SLACK).unwrap_or(*before);
-        let lo = earliest.max(*before);
-        let hi = earliest.max(*after);
+    for (i, (d, sent)) in flight.iter().zip(times).enumerate() {
+        let earliest = d.at.checked_sub(SLACK).unwrap_or(d.before);
+        let lo = earliest.max(d.before);
+        let hi = earliest.max(d.after);
         assert!(
             *sent >= lo && *sent <= hi,
             "datagram {i}: recorded {:?} after the earliest release, {:?} before at",
             sent.saturating_duration_since(lo),
-            at.saturating_duration_since(*sent)
+            d.at.saturating_duration_since(*sent)
         );
-        if *at > *after + SLACK {
+        if d.at > d.after + SLACK {
             early += 1;
             // Paced beyond the slack: recorded exactly `SLACK` before `at`.
-            assert_eq!(*at - *sent, SLACK, "datagram {i}");
+            assert_eq!(d.at - *sent, SLACK, "datagram {i}");
         }
     }
-    // 40 datagrams at 1.2 ms apart: most are paced more than 5 ms ahead.
+    // 40 datagrams 1.2 ms apart: most are paced more than 5 ms ahead.
     assert!(early >= 20, "{early} datagrams paced beyond the slack");
     // The pacer's spacing is unchanged: release times 1.2 ms apart.
-    let last = flight.len() - 2;
-    let span = flight[last].0 - flight[10].0;
-    let expect = Duration::from_secs_f64((last - 10) as f64 * 1200.0 / RATE as f64);
+    let (first, last) = (&flight[10], &flight[flight.len() - 1]);
+    let bytes: usize = flight[10..flight.len() - 1].iter().map(|f| f.len).sum();
+    let expect = Duration::from_secs_f64(bytes as f64 / PACED_RATE as f64);
+    let span = last.at - first.at;
     assert!(
         span >= expect.mul_f64(0.9) && span <= expect.mul_f64(1.1),
         "paced span {span:?}, expected about {expect:?}"
@@ -386,7 +393,7 @@ fn external_algorithm_without_factory_falls_back_to_cubic() {
     pair.client
         .stream_send(4, &vec![7u8; 100_000], true)
         .unwrap();
-    let bytes: usize = one_flight(&mut pair).iter().map(|f| f.0).sum();
+    let bytes: usize = one_flight(&mut pair).iter().map(|f| f.len).sum();
     assert!(
         bytes > 0 && bytes <= 20_000,
         "CUBIC initial window, got {bytes}"
