@@ -2,6 +2,7 @@
 #   make demo    coded QUIC beside quiche's controllers over an emulated lossy link
 #   make bench-e2e  end-to-end benchmark tables + target check (results/)
 #   make bench-cellular  coded QUIC on replayed LTE traces: tables, target check, SVG plots (results/)
+#   make bench-fairness  hybrid next to four CUBICs, shallow buffers, RTT mix, coded flows sharing: per-run ratios, target check (results/)
 #   make test    everything CI runs (workspace tests, quiche's own suite on the patched tree, short fuzz runs, the SDK from Python/C/Kotlin)
 #   make test-sdk  the SDK alone: bindings into target/sdk/, tests from Python, C (valgrind) and Kotlin (Maven)
 #   make bench   benchmarks (print ratios against a baseline measured in the same run)
@@ -13,7 +14,7 @@ CARGO ?= cargo
 QUICHE_DIR := .quiche/quiche-0.30.0
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: all quiche build release peers interop demo report test test-sdk test-workspace test-quiche test-fuzz bench bench-coding bench-cc bench-e2e bench-cellular fuzz fmt clippy clean-quiche
+.PHONY: all quiche build release peers interop demo report test test-sdk test-workspace test-quiche test-fuzz bench bench-coding bench-cc bench-e2e bench-cellular bench-fairness fuzz fmt clippy clean-quiche
 
 all: build
 
@@ -142,6 +143,20 @@ bench-e2e: quiche
 bench-cellular: quiche
 	$(EXPERIMENT_BINS)
 	$(EXPERIMENT) bench-cellular $(BENCH_CELLULAR_ARGS)
+
+# Fairness (issue 12's targets): coded hybrid against quiche's, quic-go's,
+# ngtcp2's and quinn's CUBIC on a one-BDP buffer (both start orders, a 2 s
+# head start each way), on 25 and 10 kB buffers (and alone there), with
+# 40/80 ms paths, and coded flows sharing a 5 % lossy link; every run's
+# figure, median (min-max), the runs meeting each target, then a target
+# check. Markdown on stdout and in results/bench-fairness-TIME.md, every
+# run in results/bench-fairness-TIME.json. Builds the peers if missing.
+# Roughly 2 h with 10 runs per cell; e.g. BENCH_FAIRNESS_ARGS="--runs 5" or
+#   make bench-fairness BENCH_FAIRNESS_ARGS="--groups shallow --others cubic --buffers 10kB --runs 1"
+# (nc-experiment bench-fairness --help lists the options).
+bench-fairness: quiche
+	$(EXPERIMENT_BINS)
+	$(EXPERIMENT) bench-fairness $(BENCH_FAIRNESS_ARGS)
 
 # Short fuzzing runs of every nc-frames target (nightly + cargo-fuzz).
 FUZZ_SECS ?= 60

@@ -487,3 +487,77 @@ fn compete_two_flows_through_one_linkem() {
     assert_eq!(table.len(), 7, "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn bench_fairness_runs_every_cell_and_writes_a_target_check() {
+    let dir = bin_dir("fairness");
+    let out_dir = dir.join("results");
+    let out = Command::new(RUNNER)
+        .args(["bench-fairness", "--bin-dir", dir.to_str().unwrap()])
+        .args(["--linkem", LINKEM, "--out", out_dir.to_str().unwrap()])
+        .args(["--groups", "shallow,rtt-mix", "--others", "reno"])
+        .args(["--buffers", "20kB", "--runs", "2", "--size", "200000"])
+        .args(["--rate", "50mbit", "--rtt", "10ms", "--seed", "5"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for h in [
+        "#### shallow",
+        "#### rtt-mix",
+        "#### Target check",
+        "| 20kB: hybrid, reno |",
+        "| 20kB: hybrid alone |",
+        "| hybrid 20 ms, cubic 10 ms |",
+        "2 runs, seeds 5–6 per cell",
+        "- shallow: ",
+        "- rtt-mix: ",
+    ] {
+        assert!(stdout.contains(h), "{h}: {stdout}");
+    }
+    let files: Vec<PathBuf> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let md = files
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "md"))
+        .unwrap();
+    assert!(std::fs::read_to_string(md)
+        .unwrap()
+        .contains("#### Target check"));
+    let json = files
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .unwrap();
+    let v = json_file(json);
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 5, "{v}");
+    // "hybrid 20 ms, cubic 10 ms": the flow under test on the longer path.
+    assert_eq!(cells[3]["flow_rtt"][0]["nanos"], 20_000_000, "{}", cells[3]);
+    assert_eq!(cells[3]["flows"][1], "cubic", "{}", cells[3]);
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 10);
+    assert_eq!(v["verdicts"].as_array().unwrap().len(), 5);
+    for r in runs {
+        let cell = r["cell"].as_u64().unwrap() as usize;
+        // The alone cell is a plain run, the others competing runs with
+        // the cell's flows and per-run seed.
+        let (done, other) = if cell == 1 {
+            (&r["alone"], &r["compete"])
+        } else {
+            (&r["compete"], &r["alone"])
+        };
+        assert!(done.is_object() && other.is_null(), "{r}");
+        assert_eq!(done["seed"], 5 + r["run"].as_u64().unwrap(), "{r}");
+        if cell != 1 {
+            assert_eq!(done["flows"].as_array().unwrap().len(), 2, "{r}");
+        }
+    }
+    // The alone run is measured: its efficiency is the figure.
+    let alone = runs.iter().find(|r| r["cell"] == 1).unwrap();
+    assert_eq!(alone["value"], alone["alone"]["efficiency"], "{alone}");
+    assert!(alone["value"].as_f64().is_some(), "{alone}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,8 +1,9 @@
 //! `nc-experiment`: a (row × loss) matrix of HTTP/3 downloads through
 //! `linkem` (medians over interleaved runs, ratios to a reference row),
-//! `--compete A,B`, the `bench-e2e` tables or the `bench-cellular` trace
-//! benchmark, or scenario files (`scenario`). See `nc-experiment --help`, `nc-experiment bench-e2e --help`,
-//! `nc-experiment bench-cellular --help` and docs/emulator.md.
+//! `--compete A,B`, the `bench-e2e` tables, the `bench-cellular` trace
+//! benchmark, the `bench-fairness` check, or scenario files (`scenario`).
+//! See `nc-experiment --help`, `nc-experiment SUBCOMMAND --help` and
+//! docs/emulator.md.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 use std::path::{Path, PathBuf};
@@ -53,6 +54,7 @@ fn main() -> ExitCode {
         Command_::Run(o) => (o.tools.bin_dir.clone(), o.keep),
         Command_::Bench(b) => (b.base.tools.bin_dir.clone(), b.base.keep),
         Command_::Cellular(c) => (c.base.tools.bin_dir.clone(), c.base.keep),
+        Command_::Fairness(f) => (f.base.tools.bin_dir.clone(), f.base.keep),
         Command_::Scenario(s) => (s.bin_dir.clone().unwrap_or_else(|| exe_dir.clone()), s.keep),
         Command_::Help(_) => unreachable!(),
     };
@@ -81,6 +83,15 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Command_::Fairness(f) => {
+            match interop::experiment::fairness::run_fairness(&f, &work, &certs) {
+                Ok(code) => ExitCode::from(code),
+                Err(e) => {
+                    eprintln!("nc-experiment: error: {e}");
+                    ExitCode::from(1)
+                }
+            }
+        }
         Command_::Scenario(s) => ExitCode::from(interop::scenario::cli::run_scenarios(
             &s, &exe_dir, &work, &certs,
         )),

@@ -1,10 +1,12 @@
 //! `nc-experiment`'s command line as a whole: the subcommand (`bench-e2e`,
-//! `bench-cellular`, `scenario`, or none for the matrix) picks the parser.
+//! `bench-cellular`, `bench-fairness`, `scenario`, or none for the matrix)
+//! picks the parser.
 
 use std::path::Path;
 
 use crate::experiment::bench_options::{parse_bench, BenchOptions, BENCH_USAGE};
 use crate::experiment::cellular_options::{parse_cellular, CellularOptions, CELLULAR_USAGE};
+use crate::experiment::fairness_options::{parse_fairness, FairnessOptions, FAIRNESS_USAGE};
 use crate::experiment::options::{parse_matrix, Options, USAGE};
 
 /// Parse result.
@@ -16,6 +18,8 @@ pub enum Command_ {
     Bench(Box<BenchOptions>),
     /// Run `bench-cellular`.
     Cellular(Box<CellularOptions>),
+    /// Run `bench-fairness`.
+    Fairness(Box<FairnessOptions>),
     /// Run scenario files.
     Scenario(Box<crate::scenario::cli::ScenarioArgs>),
     /// Print this usage text.
@@ -41,6 +45,12 @@ pub fn parse_args<I: IntoIterator<Item = String>>(
             args.next();
             parse_cellular(args, exe_dir)?.map_or(Command_::Help(CELLULAR_USAGE), |c| {
                 Command_::Cellular(Box::new(c))
+            })
+        }
+        Some("bench-fairness") => {
+            args.next();
+            parse_fairness(args, exe_dir)?.map_or(Command_::Help(FAIRNESS_USAGE), |f| {
+                Command_::Fairness(Box::new(f))
             })
         }
         Some("scenario") => {
@@ -80,6 +90,14 @@ mod tests {
         assert!(matches!(
             parse("bench-cellular --help"),
             Ok(Command_::Help(CELLULAR_USAGE))
+        ));
+        assert!(matches!(
+            parse("bench-fairness --runs 2"),
+            Ok(Command_::Fairness(f)) if f.runs == 2
+        ));
+        assert!(matches!(
+            parse("bench-fairness --help"),
+            Ok(Command_::Help(FAIRNESS_USAGE))
         ));
         // A subcommand is only recognised first.
         assert!(parse("--runs 2 bench-cellular").is_err());

@@ -29,6 +29,8 @@
 //! * [`cellular_saved`]: `bench-cellular --from`, runs read back from reports.
 //! * [`scatter`]: SVG scatter plots.
 //! * [`cellular`]: the `bench-cellular` tables and plots.
+//! * [`fairness_options`], [`fairness_targets`], [`fairness`]: the
+//!   `bench-fairness` command line, figures and targets, cells and tables.
 
 pub mod bench;
 pub mod bench_options;
@@ -38,6 +40,9 @@ pub mod cellular_saved;
 pub mod cellular_targets;
 pub mod command;
 pub mod emulator;
+pub mod fairness;
+pub mod fairness_options;
+pub mod fairness_targets;
 pub mod lines;
 pub mod loss_case;
 pub mod matrix;
@@ -52,6 +57,7 @@ pub mod targets;
 pub use bench_options::{BenchOptions, TableKind};
 pub use cellular_options::CellularOptions;
 pub use command::{parse_args, Command_};
+pub use fairness_options::FairnessOptions;
 pub use matrix::{prepare_rows, run_matrix, MatrixReport};
 pub use options::{LossCase, Options, USAGE};
 pub use process::{free_port, make_certs, INTERRUPTED};

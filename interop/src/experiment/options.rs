@@ -23,6 +23,8 @@ usage: nc-experiment [options]            a (row x loss) matrix (make demo)
                                           (see nc-experiment bench-e2e --help)
        nc-experiment bench-cellular [options]  the cellular trace benchmark
                                           (see nc-experiment bench-cellular --help)
+       nc-experiment bench-fairness [options]  fairness next to CUBIC (issue 12's
+                                          targets; see nc-experiment bench-fairness --help)
        nc-experiment scenario FILE.toml...  scenario files: link, flows, sweeps,
                                           seeds; results JSON, qlogs, HTML report
                                           (see nc-experiment scenario --help)
