@@ -152,7 +152,7 @@ bench-cellular: quiche
 # check. Markdown on stdout and in results/bench-fairness-TIME.md, every
 # run in results/bench-fairness-TIME.json. Builds the peers if missing.
 # Roughly 2 h with 10 runs per cell; e.g. BENCH_FAIRNESS_ARGS="--runs 5" or
-#   make bench-fairness BENCH_FAIRNESS_ARGS="--groups shallow --others cubic --buffers 10kB --runs 1"
+#   make bench-fairness BENCH_FAIRNESS_ARGS="--groups shallow --others cubic+nc=off --buffers 10% --runs 1"
 # (nc-experiment bench-fairness --help lists the options).
 bench-fairness: quiche
 	$(EXPERIMENT_BINS)

@@ -41,6 +41,7 @@ use crate::experiment::emulator::{linkem_command, snapshot};
 use crate::experiment::lines::{as_f64, as_u64, is_role_line, json_objects};
 use crate::experiment::options::{LossCase, Options};
 use crate::experiment::process::{check_interrupted, sanitize, start_listening, Proc};
+use crate::experiment::stats::summarize_exact;
 use crate::experiment::table::render;
 use crate::peer::FlowSpec;
 use crate::relay::Stats;
@@ -667,19 +668,19 @@ pub fn format_compete_table(rows: &[CompeteResult], markdown: bool) -> String {
     render(&table, markdown, 2, true)
 }
 
-/// Formats the per-(flows, loss) summary over successful runs: mean
-/// shares, the ratio's mean and min-max, Jain's index (mean and worst run)
-/// and the last joiner's time to its share (worst run).
+/// Formats the per-(flows, loss) summary over successful runs: median
+/// shares, the ratio's median and min-max, Jain's index (median and worst
+/// run) and the last joiner's time to its share (worst run).
 pub fn format_compete_summary(rows: &[CompeteResult], markdown: bool) -> String {
     let rn = ratio_name(rows);
     let head = [
         "flows".to_string(),
         "loss".into(),
         "ok runs".into(),
-        "mean share".into(),
-        format!("{rn} mean"),
+        "median share".into(),
+        format!("{rn} median"),
         format!("{rn} min-max"),
-        "Jain mean".into(),
+        "Jain median".into(),
         "Jain min".into(),
         "last fair s max".into(),
     ];
@@ -691,7 +692,7 @@ pub fn format_compete_summary(rows: &[CompeteResult], markdown: bool) -> String 
             keys.push(k);
         }
     }
-    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    let median = |v: &[f64]| summarize_exact(v).map(|s| s.median.v);
     for (pair, loss) in keys {
         let ok: Vec<&CompeteResult> = rows
             .iter()
@@ -705,7 +706,7 @@ pub fn format_compete_summary(rows: &[CompeteResult], markdown: bool) -> String 
         let shares: Vec<String> = (0..flows)
             .map(|k| {
                 opt(
-                    mean(&col(&|r| r.flows.get(k).and_then(|f| f.share_mbps))),
+                    median(&col(&|r| r.flows.get(k).and_then(|f| f.share_mbps))),
                     2,
                 )
             })
@@ -733,9 +734,9 @@ pub fn format_compete_summary(rows: &[CompeteResult], markdown: bool) -> String 
             } else {
                 shares.join("/")
             },
-            opt(mean(&ratio), 2),
+            opt(median(&ratio), 2),
             range,
-            opt(mean(&jain), 3),
+            opt(median(&jain), 3),
             opt(jain.iter().copied().reduce(f64::min), 3),
             opt(fair.iter().copied().reduce(f64::max), 1),
         ]);
@@ -820,20 +821,23 @@ mod tests {
             mk(0, 12.0, 6.0, None),
             mk(1, 10.0, 10.0, None),
             mk(2, 1.0, 1.0, Some("x | y")),
+            mk(3, 10.0, 2.0, None),
         ];
         let t = format_compete_table(&rows, true);
-        assert_eq!(t.lines().count(), 5);
+        assert_eq!(t.lines().count(), 6);
         assert!(t.contains("x / y"));
         assert!(t.contains("| 12.00/6.00 |"), "{t}");
         let s = format_compete_summary(&rows, true);
         assert_eq!(s.lines().count(), 3);
-        assert!(s.contains("| 11.00/8.00 |"), "{s}");
+        // Medians of the three good runs (means: 10.67/6.00, 2.33).
+        assert!(s.contains("| 10.00/6.00 |"), "{s}");
+        assert!(s.contains("A/B median"), "{s}");
         assert!(s.contains("A/B min-max"), "{s}");
         assert!(s.lines().nth(1).unwrap().ends_with("| ---: |"), "{s}");
         let last = s.lines().last().unwrap();
-        assert!(last.contains("| 2/3 |"), "{last}");
-        assert!(last.contains("| 1.50 |"), "{last}");
-        assert!(last.contains("| 1.00-2.00 |"), "{last}");
+        assert!(last.contains("| 3/4 |"), "{last}");
+        assert!(last.contains("| 2.00 |"), "{last}");
+        assert!(last.contains("| 1.00-5.00 |"), "{last}");
         let plain = format_compete_summary(&rows, false);
         assert!(plain.lines().nth(1).unwrap().starts_with("hybrid,cubic"));
     }

@@ -509,7 +509,8 @@ fn bench_fairness_runs_every_cell_and_writes_a_target_check() {
         "#### Target check",
         "| 20kB: hybrid, reno |",
         "| 20kB: hybrid alone |",
-        "| hybrid 20 ms, cubic 10 ms |",
+        "| hybrid 20 ms, cubic+nc=off 10 ms |",
+        "| reference: cubic+nc=off 20 ms, cubic+nc=off 10 ms |",
         "2 runs, seeds 5–6 per cell",
         "- shallow: ",
         "- rtt-mix: ",
@@ -533,13 +534,13 @@ fn bench_fairness_runs_every_cell_and_writes_a_target_check() {
         .unwrap();
     let v = json_file(json);
     let cells = v["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 5, "{v}");
+    assert_eq!(cells.len(), 6, "{v}");
     // "hybrid 20 ms, cubic 10 ms": the flow under test on the longer path.
     assert_eq!(cells[3]["flow_rtt"][0]["nanos"], 20_000_000, "{}", cells[3]);
-    assert_eq!(cells[3]["flows"][1], "cubic", "{}", cells[3]);
+    assert_eq!(cells[3]["flows"][1], "cubic+nc=off", "{}", cells[3]);
     let runs = v["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 10);
-    assert_eq!(v["verdicts"].as_array().unwrap().len(), 5);
+    assert_eq!(runs.len(), 12);
+    assert_eq!(v["verdicts"].as_array().unwrap().len(), 6);
     for r in runs {
         let cell = r["cell"].as_u64().unwrap() as usize;
         // The alone cell is a plain run, the others competing runs with
@@ -553,6 +554,7 @@ fn bench_fairness_runs_every_cell_and_writes_a_target_check() {
         assert_eq!(done["seed"], 5 + r["run"].as_u64().unwrap(), "{r}");
         if cell != 1 {
             assert_eq!(done["flows"].as_array().unwrap().len(), 2, "{r}");
+            assert!(done["error"].is_null(), "{r}");
         }
     }
     // The alone run is measured: its efficiency is the figure.

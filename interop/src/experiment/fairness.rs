@@ -1,25 +1,25 @@
 //! `nc-experiment bench-fairness`: the cells of each [`Group`], their runs
 //! (competing downloads, or the flow alone), the tables and the target
-//! check (docs/results.md §5 has the figures, docs/experiments.md the
-//! command).
+//! check (docs/emulator.md, "bench-fairness").
 
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 
-use crate::compete::{run_compete, CompeteResult};
+use crate::compete::{format_compete_table, run_compete, CompeteResult};
 use crate::experiment::bench::{fmt_size, utc_stamp};
-use crate::experiment::fairness_options::{FairnessOptions, Group};
-use crate::experiment::fairness_targets::{judge, Figure, Target, Verdict};
+use crate::experiment::fairness_options::{bdp_percent, FairnessOptions, Group};
+use crate::experiment::fairness_targets::{fmt_value, judge, Figure, Target, Verdict};
 use crate::experiment::options::{parse_loss_list, Options};
 use crate::experiment::process::check_interrupted;
 use crate::experiment::run::{run_one, RunResult};
 use crate::experiment::table::render;
 use crate::peer::FlowSpec;
 
-/// Quiche's CUBIC: the rtt-mix reference and the loss group's competitor.
-const CUBIC: &str = "cubic";
+/// Quiche's CUBIC without coding: the rtt-mix reference and the loss
+/// group's competitor.
+pub const CUBIC: &str = "cubic+nc=off";
 /// Head start of the bdp group's staggered cells.
 const HEAD_START: Duration = Duration::from_secs(2);
 /// The sharing group's late joiner starts this long after the first flow.
@@ -34,12 +34,16 @@ pub struct Cell {
     pub label: String,
     /// Flow specs in start order (one flow: the flow alone, a plain run).
     pub flows: Vec<String>,
+    /// The flows as the figure column names them.
+    pub names: Vec<String>,
     /// What each run measures.
     pub figure: Figure,
     /// The target.
     pub target: Target,
     /// linkem buffer.
     pub buffer: String,
+    /// The buffer as tables show it.
+    pub buffer_label: String,
     /// Loss both ways (a probability).
     pub loss: f64,
     /// Bytes per flow.
@@ -53,27 +57,64 @@ pub struct Cell {
 }
 
 impl Cell {
-    fn pair(group: Group, label: String, flows: [&str; 2], subject: usize) -> Cell {
+    fn new(group: Group, label: String, flows: &[&str], figure: Figure, target: Target) -> Cell {
         Cell {
             group,
             label,
             flows: flows.iter().map(|s| s.to_string()).collect(),
-            figure: Figure::Ratio {
-                subject,
-                other: 1 - subject,
-            },
-            target: Target::None,
+            names: flows.iter().map(|s| s.to_string()).collect(),
+            figure,
+            target,
             buffer: "bdp".into(),
+            buffer_label: "one BDP".into(),
             loss: 0.0,
             size: 0,
             stagger: Duration::ZERO,
             flow_rtt: Vec::new(),
-            timeout: Duration::from_secs(150),
+            timeout: Duration::ZERO,
         }
     }
 
-    /// The matrix options of one run of this cell.
-    pub fn options(&self, base: &Options) -> Result<Options, String> {
+    fn ratio(
+        group: Group,
+        label: String,
+        flows: [&str; 2],
+        subject: usize,
+        target: Target,
+    ) -> Cell {
+        let figure = Figure::Ratio {
+            subject,
+            other: 1 - subject,
+        };
+        Cell::new(group, label, &flows, figure, target)
+    }
+
+    /// A per-run cap that lets every flow finish: each flow's rate is
+    /// taken as its equal share of `rate_bps`, or under loss `p` the
+    /// Padhye rate of a Reno-like flow (`1.22 MSS / (RTT √p)`, MSS 1350
+    /// bytes) if lower, and the cap is three times the time that takes,
+    /// plus the staggered starts and 30 s of set-up and slack.
+    pub fn timeout_for(&self, rate_bps: u64, rtt: Duration) -> Duration {
+        let n = self.flows.len() as f64;
+        let rtt = self
+            .flow_rtt
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(rtt)
+            .as_secs_f64()
+            .max(1e-3);
+        let mut per_flow = rate_bps as f64 / n;
+        if self.loss > 0.0 {
+            per_flow = per_flow.min(1.22 * 1350.0 * 8.0 / (rtt * self.loss.sqrt()));
+        }
+        let transfer = self.size as f64 * 8.0 / per_flow.max(1.0);
+        Duration::from_secs_f64(3.0 * transfer + 30.0)
+            + self.stagger * (self.flows.len() as u32 - 1)
+    }
+
+    /// The matrix options of one run of this cell (cell `i` of the plan).
+    pub fn options(&self, base: &Options, i: usize) -> Result<Options, String> {
         let mut o = base.clone();
         o.buffer = self.buffer.clone();
         o.loss = parse_loss_list(&self.loss.to_string())?;
@@ -85,22 +126,47 @@ impl Cell {
         o.rows = vec![self.flows[0].clone()];
         o.compete = (self.flows.len() > 1).then(|| self.flows.clone());
         o.json = None;
+        // Runs of two cells with the same flows would share a qlog directory.
+        o.qlog_dir = base.qlog_dir.as_ref().map(|d| d.join(format!("cell-{i}")));
         Ok(o)
     }
 
     /// The link setting in words.
     pub fn setting(&self) -> String {
         let mut s = format!(
-            "buffer {}, loss {}%, {}{}",
-            self.buffer,
+            "{}, loss {}%, {}{}",
+            self.buffer_label,
             self.loss * 100.0,
             fmt_size(self.size),
             if self.flows.len() > 1 { " each" } else { "" }
         );
         if !self.stagger.is_zero() {
-            s += &format!(", each {} s after the previous", self.stagger.as_secs_f64());
+            s += &format!(", {} s apart", self.stagger.as_secs_f64());
         }
         s
+    }
+
+    /// The figure column: for a ratio, which flow is over which.
+    pub fn figure_label(&self) -> String {
+        match self.figure {
+            Figure::Ratio { subject, other } => {
+                format!("{} / {}", self.names[subject], self.names[other])
+            }
+            fig => fig.name().into(),
+        }
+    }
+}
+
+/// The linkem spec and label of a `--buffers` entry: `N%` of the BDP at
+/// `rate_bps` and `rtt` in bytes, or the entry itself.
+pub fn shallow_buffer(b: &str, rate_bps: u64, rtt: Duration) -> (String, String) {
+    match bdp_percent(b) {
+        Ok(Some(p)) => {
+            let bytes = (rate_bps as f64 / 8.0 * rtt.as_secs_f64() * p / 100.0).round() as u64;
+            let kb = (bytes as f64 / 100.0).round() / 10.0;
+            (format!("{bytes}B"), format!("{b} BDP ({kb} kB)"))
+        }
+        _ => (b.to_string(), b.to_string()),
     }
 }
 
@@ -113,35 +179,16 @@ pub fn plan(f: &FairnessOptions) -> Vec<Cell> {
         let first = cells.len();
         match group {
             Group::Bdp => {
+                let band = Target::Within { lo: 0.8, hi: 1.25 };
                 for o in &f.others {
+                    let o = o.as_str();
                     for (label, flows, subject, stagger) in [
-                        (
-                            format!("{x} first, {o}"),
-                            [x, o.as_str()],
-                            0,
-                            Duration::ZERO,
-                        ),
-                        (
-                            format!("{o} first, {x}"),
-                            [o.as_str(), x],
-                            1,
-                            Duration::ZERO,
-                        ),
-                        (
-                            format!("{x} 2 s ahead of {o}"),
-                            [x, o.as_str()],
-                            0,
-                            HEAD_START,
-                        ),
-                        (
-                            format!("{o} 2 s ahead of {x}"),
-                            [o.as_str(), x],
-                            1,
-                            HEAD_START,
-                        ),
+                        (format!("{x} first, {o}"), [x, o], 0, Duration::ZERO),
+                        (format!("{o} first, {x}"), [o, x], 1, Duration::ZERO),
+                        (format!("{x} 2 s ahead of {o}"), [x, o], 0, HEAD_START),
+                        (format!("{o} 2 s ahead of {x}"), [o, x], 1, HEAD_START),
                     ] {
-                        let mut c = Cell::pair(group, label, flows, subject);
-                        c.target = Target::Within { lo: 0.8, hi: 1.25 };
+                        let mut c = Cell::ratio(group, label, flows, subject, band);
                         c.size = f.size;
                         c.stagger = stagger;
                         cells.push(c);
@@ -150,51 +197,63 @@ pub fn plan(f: &FairnessOptions) -> Vec<Cell> {
             }
             Group::Shallow => {
                 for b in &f.buffers {
+                    let (spec, label) = shallow_buffer(b, f.base.rate_bps, f.base.rtt);
                     for o in &f.others {
-                        let mut c = Cell::pair(group, format!("{b}: {x}, {o}"), [x, o], 0);
-                        c.target = Target::AtMost(1.5);
-                        c.buffer = b.clone();
+                        let mut c = Cell::ratio(
+                            group,
+                            format!("{b}: {x}, {o}"),
+                            [x, o],
+                            0,
+                            Target::AtMost(1.5),
+                        );
                         c.size = f.size;
+                        (c.buffer, c.buffer_label) = (spec.clone(), label.clone());
                         cells.push(c);
                     }
-                    cells.push(Cell {
-                        label: format!("{b}: {x} alone"),
-                        flows: vec![x.to_string()],
-                        figure: Figure::Efficiency,
-                        target: Target::AtLeast(0.85),
-                        buffer: b.clone(),
-                        size: f.size / 2,
-                        timeout: Duration::from_secs(60),
-                        ..Cell::pair(group, String::new(), [x, x], 0)
-                    });
+                    let mut c = Cell::new(
+                        group,
+                        format!("{b}: {x} alone"),
+                        &[x],
+                        Figure::Efficiency,
+                        Target::AtLeast(0.85),
+                    );
+                    c.size = f.size;
+                    (c.buffer, c.buffer_label) = (spec, label);
+                    cells.push(c);
                 }
             }
             Group::RttMix => {
                 let (near, far) = (f.base.rtt, f.base.rtt * 2);
-                let ms = |d: Duration| d.as_millis();
-                let reference = first + 2;
+                let ms = |d: Duration| format!("{} ms", d.as_millis());
+                let flow = |spec: &str, d: Duration| format!("{spec} {}", ms(d));
                 for (label, flows, rtts, target) in [
                     (
-                        format!("{x} {} ms, {x} {} ms", ms(near), ms(far)),
+                        format!("{}, {}", flow(x, near), flow(x, far)),
                         [x, x],
                         [near, far],
-                        Target::NoWorseThan(reference),
+                        Target::NoWorseThan(first + 2),
                     ),
                     (
-                        format!("{x} {} ms, {CUBIC} {} ms", ms(far), ms(near)),
+                        format!("{}, {}", flow(x, far), flow(CUBIC, near)),
                         [x, CUBIC],
                         [far, near],
-                        Target::NoWorseThan(reference),
+                        Target::NoWorseThan(first + 3),
                     ),
                     (
-                        format!("reference: {CUBIC} {} ms, {CUBIC} {} ms", ms(near), ms(far)),
+                        format!("reference: {}, {}", flow(CUBIC, near), flow(CUBIC, far)),
                         [CUBIC, CUBIC],
                         [near, far],
                         Target::None,
                     ),
+                    (
+                        format!("reference: {}, {}", flow(CUBIC, far), flow(CUBIC, near)),
+                        [CUBIC, CUBIC],
+                        [far, near],
+                        Target::None,
+                    ),
                 ] {
-                    let mut c = Cell::pair(group, label, flows, 0);
-                    c.target = target;
+                    let mut c = Cell::ratio(group, label, flows, 0, target);
+                    c.names = vec![flow(flows[0], rtts[0]), flow(flows[1], rtts[1])];
                     c.size = f.size;
                     c.flow_rtt = rtts.to_vec();
                     cells.push(c);
@@ -202,41 +261,44 @@ pub fn plan(f: &FairnessOptions) -> Vec<Cell> {
             }
             Group::Sharing => {
                 for n in [2, 4] {
-                    cells.push(Cell {
-                        label: format!("{n} × {x} together"),
-                        flows: vec![x.to_string(); n],
-                        figure: Figure::Jain,
-                        target: Target::AtLeast(0.98),
-                        loss: 0.05,
-                        size: f.size / 2,
-                        timeout: Duration::from_secs(120),
-                        ..Cell::pair(group, String::new(), [x, x], 0)
-                    });
+                    let mut c = Cell::new(
+                        group,
+                        format!("{n} × {x} together"),
+                        &vec![x; n],
+                        Figure::Jain,
+                        Target::AtLeast(0.98),
+                    );
+                    c.loss = 0.05;
+                    c.size = f.size;
+                    cells.push(c);
                 }
-                cells.push(Cell {
-                    label: format!("{x} joining {x} {} s late", JOIN_LATE.as_secs()),
-                    figure: Figure::JoinFair,
-                    target: Target::AtMost(5.0),
-                    loss: 0.05,
-                    size: f.size * 3,
-                    stagger: JOIN_LATE,
-                    ..Cell::pair(group, String::new(), [x, x], 0)
-                });
+                let mut c = Cell::new(
+                    group,
+                    format!("{x} joining {x} {} s late", JOIN_LATE.as_secs()),
+                    &[x, x],
+                    Figure::JoinFair,
+                    Target::AtMost(5.0),
+                );
+                c.loss = 0.05;
+                c.size = f.size * 3;
+                c.stagger = JOIN_LATE;
+                cells.push(c);
             }
             Group::Loss => {
                 for p in [0.01, 0.05] {
-                    let mut c = Cell::pair(
-                        group,
-                        format!("{}%: {x}, {CUBIC}", p * 100.0),
-                        [x, CUBIC],
-                        0,
-                    );
+                    let label = format!("{}%: {x}, {CUBIC}", p * 100.0);
+                    let mut c = Cell::ratio(group, label, [x, CUBIC], 0, Target::None);
                     c.loss = p;
                     c.size = f.size / 4;
                     cells.push(c);
                 }
             }
         }
+    }
+    for c in &mut cells {
+        c.timeout = f
+            .timeout
+            .unwrap_or_else(|| c.timeout_for(f.base.rate_bps, f.base.rtt));
     }
     cells
 }
@@ -256,7 +318,23 @@ pub struct CellRun {
     pub value: Option<f64>,
 }
 
-/// Runs one cell once.
+impl CellRun {
+    /// Why the run has no figure.
+    pub fn failure(&self) -> String {
+        let e = match (&self.compete, &self.alone) {
+            (Some(c), _) => c.error.clone().or_else(|| {
+                c.overlap_s
+                    .is_none()
+                    .then(|| "the flows did not overlap".to_string())
+            }),
+            (None, Some(a)) => a.error.clone().or_else(|| Some(format!("{:?}", a.outcome))),
+            (None, None) => None,
+        };
+        e.unwrap_or_else(|| "no figure".into())
+    }
+}
+
+/// Runs one cell once; its work directory goes unless `--keep`.
 pub fn run_cell(
     f: &FairnessOptions,
     cells: &[Cell],
@@ -273,7 +351,7 @@ pub fn run_cell(
         alone: None,
         value: None,
     };
-    let o = match c.options(&f.base) {
+    let o = match c.options(&f.base, i) {
         Ok(o) => o,
         Err(e) => {
             out.compete = Some(CompeteResult {
@@ -283,7 +361,7 @@ pub fn run_cell(
             return out;
         }
     };
-    let dir = work.join(format!("cell-{i}"));
+    let dir = work.join(format!("cell-{i}-run-{run}"));
     if c.flows.len() == 1 {
         let r = run_one(&o, &c.flows[0], &o.loss[0], run, &dir, certs);
         out.value = c.figure.of_alone(&r);
@@ -293,19 +371,20 @@ pub fn run_cell(
         out.value = c.figure.of_compete(&r);
         out.compete = Some(r);
     }
+    if !f.base.keep {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     out
 }
 
-/// The figures of a cell's runs.
-pub fn values(runs: &[CellRun], cell: usize) -> Vec<f64> {
-    runs.iter()
-        .filter(|r| r.cell == cell)
-        .filter_map(|r| r.value)
-        .collect()
+/// The figures of a cell's runs, and how many runs were made.
+pub fn values(runs: &[CellRun], cell: usize) -> (Vec<f64>, usize) {
+    let mine = runs.iter().filter(|r| r.cell == cell);
+    (mine.clone().filter_map(|r| r.value).collect(), mine.count())
 }
 
-/// The verdict of every cell.
-pub fn verdicts(cells: &[Cell], runs: &[CellRun], planned: usize) -> Vec<Verdict> {
+/// The verdict of every cell over the runs made so far.
+pub fn verdicts(cells: &[Cell], runs: &[CellRun]) -> Vec<Verdict> {
     cells
         .iter()
         .enumerate()
@@ -314,14 +393,27 @@ pub fn verdicts(cells: &[Cell], runs: &[CellRun], planned: usize) -> Vec<Verdict
                 Target::NoWorseThan(j) => Some(values(runs, j)),
                 _ => None,
             };
-            judge(&values(runs, i), planned, c.target, reference.as_deref())
+            let (v, n) = values(runs, i);
+            judge(
+                &v,
+                n,
+                c.target,
+                reference.as_ref().map(|(v, n)| (v.as_slice(), *n)),
+            )
         })
         .collect()
 }
 
-/// The markdown table of one group: every run's figure (in run order, `–`
-/// for a failed run), median (min–max), runs meeting the target.
-pub fn group_table(cells: &[Cell], runs: &[CellRun], verdicts: &[Verdict], group: Group) -> String {
+/// The markdown table of one group: every run's figure in run order (`–`
+/// for a failed run, in bold if it misses a per-run target), median
+/// (min–max), the target and the runs meeting it.
+pub fn group_table(
+    cells: &[Cell],
+    runs: &[CellRun],
+    verdicts: &[Verdict],
+    group: Group,
+    planned: usize,
+) -> String {
     let mut t = vec![[
         "cell",
         "setting",
@@ -338,98 +430,81 @@ pub fn group_table(cells: &[Cell], runs: &[CellRun], verdicts: &[Verdict], group
         mine.sort_by_key(|r| r.run);
         let per_run: Vec<String> = mine
             .iter()
-            .map(|r| r.value.map_or("–".into(), |v| format!("{v:.2}")))
+            .map(|r| match r.value {
+                Some(v) if c.target.run_meets(v) == Some(false) => format!("**{}**", fmt_value(v)),
+                Some(v) => fmt_value(v),
+                None => "–".into(),
+            })
             .collect();
         let v = &verdicts[i];
         let summary = v.summary.map_or("–".into(), |s| {
-            format!("{:.2} ({:.2}–{:.2})", s.median.v, s.min.v, s.max.v)
+            format!(
+                "{} ({}–{})",
+                fmt_value(s.median.v),
+                fmt_value(s.min.v),
+                fmt_value(s.max.v)
+            )
         });
-        let reference = match c.target {
-            Target::NoWorseThan(j) => cells.get(j).map(|r| r.label.as_str()),
-            _ => None,
-        };
-        let met = match (v.met, v.meeting) {
-            (Some(m), Some(n)) => format!("{} ({n}/{})", if m { "yes" } else { "no" }, v.planned),
+        let mut target = c.target.describe();
+        if let Some((u, r)) = v.unfairness {
+            target += &format!(" ({} vs {})", fmt_value(u), fmt_value(r));
+        }
+        let mut met = match (v.met, v.meeting) {
+            (Some(m), Some(n)) => format!("{} ({n}/{})", if m { "yes" } else { "no" }, v.attempted),
             (Some(m), None) => (if m { "yes" } else { "no" }).into(),
+            (None, _) if v.measured == 0 && v.attempted > 0 => "not measured".into(),
             (None, _) => "–".into(),
         };
-        let figure = match c.figure {
-            Figure::Ratio { .. } if c.flows.len() == 2 => {
-                format!(
-                    "{} / {}",
-                    c.flows[subject_of(c)],
-                    c.flows[1 - subject_of(c)]
-                )
-            }
-            fig => fig.name().into(),
-        };
+        if v.attempted < planned {
+            met += &format!(", {} of {planned} runs made", v.attempted);
+        }
         t.push(vec![
             c.label.clone(),
             c.setting(),
-            figure,
+            c.figure_label(),
             per_run.join(" "),
             summary,
-            c.target.describe(reference),
+            target,
             met,
         ]);
     }
     render(&t, true, 4, false)
 }
 
-fn subject_of(c: &Cell) -> usize {
-    match c.figure {
-        Figure::Ratio { subject, .. } => subject,
-        _ => 0,
-    }
-}
-
 /// The target check: one line per group with a target.
 pub fn target_check(cells: &[Cell], verdicts: &[Verdict], groups: &[Group]) -> String {
     let mut s = String::from("#### Target check\n\n");
     for &g in groups {
-        let mine: Vec<(usize, &Cell)> = cells
+        let mine: Vec<(&Cell, &Verdict)> = cells
             .iter()
-            .enumerate()
-            .filter(|(_, c)| c.group == g && c.target != Target::None)
+            .zip(verdicts)
+            .filter(|(c, _)| c.group == g && c.target != Target::None)
             .collect();
         if mine.is_empty() {
             continue;
         }
-        let judged: Vec<&Verdict> = mine
-            .iter()
-            .map(|&(i, _)| &verdicts[i])
-            .filter(|v| v.met.is_some())
-            .collect();
-        let met = judged.iter().filter(|v| v.met == Some(true)).count();
+        let met = mine.iter().filter(|(_, v)| v.met == Some(true)).count();
+        let unjudged = mine.iter().filter(|(_, v)| v.met.is_none()).count();
         let (runs_ok, runs_all) = mine
             .iter()
-            .filter_map(|&(i, _)| verdicts[i].meeting.map(|n| (n, verdicts[i].planned)))
+            .filter_map(|(_, v)| v.meeting.map(|n| (n, v.attempted)))
             .fold((0, 0), |(a, b), (n, p)| (a + n, b + p));
         let missed: Vec<&str> = mine
             .iter()
-            .filter(|&&(i, _)| verdicts[i].met == Some(false))
-            .map(|(_, c)| c.label.as_str())
+            .filter(|(_, v)| v.met == Some(false))
+            .map(|(c, _)| c.label.as_str())
             .collect();
-        s += &format!(
-            "- {}: {met} of {} cells met{}{}{}\n",
-            g.name(),
-            mine.len(),
-            if runs_all > 0 {
-                format!(" ({runs_ok} of {runs_all} runs meet the per-run target)")
-            } else {
-                String::new()
-            },
-            if judged.len() < mine.len() {
-                format!("; {} not measured", mine.len() - judged.len())
-            } else {
-                String::new()
-            },
-            if missed.is_empty() {
-                String::new()
-            } else {
-                format!("; missed: {}", missed.join("; "))
-            }
-        );
+        s += &format!("- {}: {met} of {} cells met", g.name(), mine.len());
+        if runs_all > 0 {
+            s += &format!(" ({runs_ok} of {runs_all} runs meet their per-run target)");
+        }
+        if unjudged > 0 {
+            s += &format!("; {unjudged} not measured");
+        }
+        if !missed.is_empty() {
+            s += &format!("; missed: {}", missed.join("; "));
+        }
+        s += "\n";
     }
     s
 }
@@ -445,7 +520,7 @@ pub struct FairnessReport<'a> {
     pub cells: &'a [Cell],
     /// Every run so far.
     pub runs: &'a [CellRun],
-    /// Every cell's verdict.
+    /// Every cell's verdict over those runs.
     pub verdicts: &'a [Verdict],
 }
 
@@ -456,34 +531,54 @@ fn write(out: &Path, started: &str, ext: &str, text: &str) -> Result<String, Str
     Ok(p.display().to_string())
 }
 
-/// The document: header, one table per group, the target check.
+/// The document: header, one table per group, the target check (and with
+/// `--per-run` each cell's `--compete` table).
 pub fn document(f: &FairnessOptions, started: &str, cells: &[Cell], runs: &[CellRun]) -> String {
-    let verdicts = verdicts(cells, runs, f.runs);
+    let verdicts = verdicts(cells, runs);
+    let seeds = if f.runs == 1 {
+        format!("1 run, seed {}", f.base.seed)
+    } else {
+        format!(
+            "{} runs, seeds {}–{}",
+            f.runs,
+            f.base.seed,
+            f.base.seed + f.runs as u64 - 1
+        )
+    };
     let mut s = format!(
-        "## bench-fairness {started} UTC\n\n{} against {} on {:.0} Mbit/s, RTT {} ms; {} per cell. \
-         Share ratio = the bottleneck share of the flow under test over the other flow's while \
-         both were active (linkem's counters, as nc-experiment --compete).\n\n",
+        "## bench-fairness {started} UTC\n\n{} on {:.0} Mbit/s, RTT {} ms, {seeds} per cell; \
+         bdp and shallow against {}, rtt-mix and loss against {CUBIC} (quiche's CUBIC without \
+         coding). Share ratio = the bottleneck share of the first flow named over the other's \
+         while both were active (linkem's counters, as nc-experiment --compete); per run in \
+         run order, misses of a per-run target in bold, ∞ = the other flow got nothing or the \
+         joiner never its share.\n\n",
         f.flow,
-        f.others.join(", "),
         f.base.rate_bps as f64 / 1e6,
         f.base.rtt.as_millis(),
-        if f.runs == 1 {
-            format!("1 run, seed {}", f.base.seed)
-        } else {
-            format!(
-                "{} runs, seeds {}–{}",
-                f.runs,
-                f.base.seed,
-                f.base.seed + f.runs as u64 - 1
-            )
-        }
+        f.others.join(", "),
     );
     for &g in &f.groups {
         s += &format!("#### {}\n\n", g.name());
-        s += &group_table(cells, runs, &verdicts, g);
+        s += &group_table(cells, runs, &verdicts, g, f.runs);
         s += "\n";
     }
     s += &target_check(cells, &verdicts, &f.groups);
+    if f.base.per_run {
+        for (i, c) in cells.iter().enumerate() {
+            let rows: Vec<CompeteResult> = runs
+                .iter()
+                .filter(|r| r.cell == i)
+                .filter_map(|r| r.compete.clone())
+                .collect();
+            if !rows.is_empty() {
+                s += &format!(
+                    "\n##### {}\n\n{}",
+                    c.label,
+                    format_compete_table(&rows, true)
+                );
+            }
+        }
+    }
     s
 }
 
@@ -521,19 +616,12 @@ pub fn run_fairness(f: &FairnessOptions, work: &Path, certs: &Path) -> Result<u8
                     cells[i].label
                 );
                 let r = run_cell(f, &cells, i, run, work, certs);
-                match (r.value, r.compete.as_ref().and_then(|c| c.error.clone())) {
-                    (Some(v), _) => eprintln!("{} {v:.3}", cells[i].figure.name()),
-                    (None, Some(e)) => eprintln!("FAILED: {e}"),
-                    (None, None) => eprintln!(
-                        "FAILED: {}",
-                        r.alone
-                            .as_ref()
-                            .and_then(|a| a.error.clone())
-                            .unwrap_or_default()
-                    ),
+                match r.value {
+                    Some(v) => eprintln!("{} {}", cells[i].figure.name(), fmt_value(v)),
+                    None => eprintln!("FAILED: {}", r.failure()),
                 }
                 runs.push(r);
-                let verdicts = verdicts(&cells, &runs, f.runs);
+                let verdicts = verdicts(&cells, &runs);
                 let report = FairnessReport {
                     started: &started,
                     options: f,
@@ -551,19 +639,6 @@ pub fn run_fairness(f: &FairnessOptions, work: &Path, certs: &Path) -> Result<u8
     let doc = document(f, &started, &cells, &runs)
         + &format!("\n(took {:.1} min)\n", t0.elapsed().as_secs_f64() / 60.0);
     print!("{doc}");
-    if f.base.per_run {
-        for (i, c) in cells.iter().enumerate() {
-            let rows: Vec<CompeteResult> = runs
-                .iter()
-                .filter(|r| r.cell == i)
-                .filter_map(|r| r.compete.clone())
-                .collect();
-            if !rows.is_empty() {
-                println!("\n{}\n", c.label);
-                print!("{}", crate::compete::format_compete_table(&rows, true));
-            }
-        }
-    }
     match write(&f.out, &started, "md", &doc) {
         Ok(p) => eprintln!("wrote {p}"),
         Err(e) => eprintln!("nc-experiment: warning: {e}"),
@@ -596,26 +671,17 @@ mod tests {
         let cells = plan(&f);
         let count = |g| cells.iter().filter(|c| c.group == g).count();
         // Four orders × four CUBICs; two buffers × (four pairs + alone);
-        // three RTT cells; 2, 4 and a joiner; two losses.
-        assert_eq!(
-            [
-                Group::Bdp,
-                Group::Shallow,
-                Group::RttMix,
-                Group::Sharing,
-                Group::Loss
-            ]
-            .map(count),
-            [16, 10, 3, 3, 2]
-        );
+        // two RTT cells and their references; 2, 4 and a joiner; two losses.
+        assert_eq!(Group::ALL.map(count), [16, 10, 4, 3, 2]);
         // The flow under test is always the ratio's numerator.
         for c in &cells {
             if let Figure::Ratio { subject, other } = c.figure {
                 assert_eq!(subject + other, 1);
-                if c.group != Group::RttMix || !c.label.starts_with("reference") {
+                if !c.label.starts_with("reference") {
                     assert_eq!(c.flows[subject], "hybrid", "{}", c.label);
                 }
             }
+            assert!(c.timeout >= Duration::from_secs(30), "{}", c.label);
         }
         let joined = cells
             .iter()
@@ -630,39 +696,80 @@ mod tests {
                 other: 0
             }
         );
-        let rtt: Vec<&Cell> = cells.iter().filter(|c| c.group == Group::RttMix).collect();
-        let reference = cells
+        assert_eq!(joined.figure_label(), "hybrid / ngtcp2:cubic");
+        // 20 MB at half of 20 Mbit/s, three times, plus 30 s and the stagger.
+        assert_eq!(joined.timeout, Duration::from_secs(80));
+        let plain = cells
             .iter()
-            .position(|c| c.label.starts_with("reference"))
+            .find(|c| c.label == "cubic+nc=off first, hybrid")
             .unwrap();
-        assert_eq!(rtt[0].target, Target::NoWorseThan(reference));
-        assert_eq!(
-            rtt[1].flow_rtt,
-            [Duration::from_millis(80), Duration::from_millis(40)]
-        );
+        assert_eq!(plain.flows, ["cubic+nc=off", "hybrid"]);
+
+        // RTT mix: each cell against the CUBIC pair in the same order.
+        let rtt: Vec<(usize, &Cell)> = cells
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.group == Group::RttMix)
+            .collect();
+        let ms = Duration::from_millis;
+        for &(_, c) in &rtt[..2] {
+            let Target::NoWorseThan(j) = c.target else {
+                panic!("{}", c.label)
+            };
+            assert_eq!(cells[j].flows, [CUBIC, CUBIC]);
+            assert_eq!(cells[j].flow_rtt, c.flow_rtt, "{}", c.label);
+        }
+        assert_eq!(rtt[1].1.flow_rtt, [ms(80), ms(40)]);
+        assert_eq!(rtt[1].1.flows, ["hybrid", CUBIC]);
+        assert_eq!(rtt[1].1.figure_label(), "hybrid 80 ms / cubic+nc=off 40 ms");
+
         let alone = cells
             .iter()
-            .find(|c| c.label == "10kB: hybrid alone")
+            .find(|c| c.label == "10%: hybrid alone")
             .unwrap();
         assert_eq!((alone.flows.len(), alone.figure), (1, Figure::Efficiency));
-        let o = alone.options(&f.base).unwrap();
-        assert_eq!((o.buffer.as_str(), o.compete.is_none()), ("10kB", true));
+        assert_eq!(alone.setting(), "10% BDP (10 kB), loss 0%, 20 MB");
+        let o = alone.options(&f.base, 9).unwrap();
+        assert_eq!((o.buffer.as_str(), o.compete.is_none()), ("10000B", true));
         let four = cells
             .iter()
             .find(|c| c.label == "4 × hybrid together")
             .unwrap();
-        let o = four.options(&f.base).unwrap();
+        let o = four.options(&f.base, 3).unwrap();
         assert_eq!(o.compete.as_ref().unwrap().len(), 4);
         assert_eq!(o.loss[0].spec, "bernoulli:0.05");
+        let late = cells.iter().find(|c| c.figure == Figure::JoinFair).unwrap();
+        assert_eq!(
+            (late.size, late.stagger),
+            (60_000_000, Duration::from_secs(10))
+        );
+        // At 5 % loss a Padhye-limited flow (about 1.5 Mbit/s at 40 ms) sets
+        // the cap, not the link.
+        let lossy = cells
+            .iter()
+            .find(|c| c.label == "5%: hybrid, cubic+nc=off")
+            .unwrap();
+        assert!(
+            lossy.timeout > Duration::from_secs(80),
+            "{:?}",
+            lossy.timeout
+        );
+        assert!(
+            lossy.timeout < Duration::from_secs(150),
+            "{:?}",
+            lossy.timeout
+        );
+
+        let f = opts("--groups bdp --others quic-go:cubic --timeout 25 --qlog-dir /q");
+        let cells = plan(&f);
+        assert!(cells.iter().all(|c| c.timeout == Duration::from_secs(25)));
+        let o = cells[2].options(&f.base, 2).unwrap();
+        assert_eq!(o.qlog_dir, Some(std::path::PathBuf::from("/q/cell-2")));
     }
 
-    #[test]
-    fn tables_and_check() {
-        let f = opts("--groups shallow --others cubic --buffers 10kB --runs 2");
-        let cells = plan(&f);
-        assert_eq!(cells.len(), 2);
-        let pair = |run, a: f64, b: f64| CellRun {
-            cell: 0,
+    fn pair_run(cell: usize, run: usize, a: f64, b: f64) -> CellRun {
+        CellRun {
+            cell,
             run,
             compete: Some(CompeteResult {
                 flows: vec![
@@ -678,11 +785,20 @@ mod tests {
                 ..Default::default()
             }),
             alone: None,
-            value: Some(a / b),
-        };
+            value: (b > 0.0)
+                .then(|| a / b)
+                .or(Some(crate::experiment::fairness_targets::NEVER)),
+        }
+    }
+
+    #[test]
+    fn tables_and_check() {
+        let f = opts("--groups shallow --others cubic+nc=off --buffers 10kB --runs 2");
+        let cells = plan(&f);
+        assert_eq!(cells.len(), 2);
         let runs = vec![
-            pair(1, 12.0, 8.0),
-            pair(0, 10.0, 10.0),
+            pair_run(0, 1, 12.0, 8.0),
+            pair_run(0, 0, 10.0, 10.0),
             CellRun {
                 cell: 1,
                 run: 0,
@@ -698,14 +814,77 @@ mod tests {
             "{doc}"
         );
         assert!(
-            doc.contains("| 0.84 | 0.84 (0.84–0.84) | every run ≥ 0.85 | no (0/2) |"),
+            doc.contains(
+                "| **0.84** | 0.84 (0.84–0.84) | every run ≥ 0.85 | no (0/1), 1 of 2 runs made |"
+            ),
             "{doc}"
         );
-        assert!(doc.contains("| hybrid / cubic |"), "{doc}");
+        assert!(doc.contains("| hybrid / cubic+nc=off |"), "{doc}");
         assert!(
-            doc.contains("- shallow: 1 of 2 cells met (2 of 4 runs meet the per-run target); missed: 10kB: hybrid alone"),
+            doc.contains(
+                "- shallow: 1 of 2 cells met (2 of 3 runs meet their per-run target); missed: \
+                 10kB: hybrid alone"
+            ),
             "{doc}"
         );
         assert!(doc.contains("2 runs, seeds 1–2 per cell"), "{doc}");
+
+        // A flow that starves the other is a miss shown as ∞, and a cell
+        // whose runs all failed is "not measured".
+        let runs = vec![
+            pair_run(0, 0, 20.0, 0.0),
+            CellRun {
+                cell: 1,
+                run: 0,
+                compete: None,
+                alone: Some(RunResult {
+                    error: Some("timeout".into()),
+                    ..Default::default()
+                }),
+                value: None,
+            },
+        ];
+        assert_eq!(runs[1].failure(), "timeout");
+        let doc = document(&f, "T", &cells, &runs);
+        assert!(
+            doc.contains("| **∞** | ∞ (∞–∞) | every run ≤ 1.5 | no (0/1)"),
+            "{doc}"
+        );
+        assert!(
+            doc.contains("| – | – | every run ≥ 0.85 | not measured"),
+            "{doc}"
+        );
+        assert!(
+            doc.contains("- shallow: 0 of 2 cells met (0 of 2 runs meet their per-run target); 1 not measured; missed: 10kB: hybrid, cubic+nc=off"),
+            "{doc}"
+        );
+    }
+
+    #[test]
+    fn rtt_mix_against_its_reference() {
+        let f = opts("--groups rtt-mix --runs 1");
+        let cells = plan(&f);
+        // hybrid 40/80 ms: 1.2 (unfairness 1.2) against CUBIC's 0.4 (2.5);
+        // hybrid 80 ms / CUBIC 40 ms: 0.25 (4) against CUBIC's 0.5 (2).
+        let runs = vec![
+            pair_run(0, 0, 12.0, 10.0),
+            pair_run(1, 0, 4.0, 16.0),
+            pair_run(2, 0, 4.0, 10.0),
+            pair_run(3, 0, 5.0, 10.0),
+        ];
+        let doc = document(&f, "T", &cells, &runs);
+        assert!(
+            doc.contains("≤ the reference's (1.20 vs 2.50) | yes |"),
+            "{doc}"
+        );
+        assert!(
+            doc.contains("≤ the reference's (4.00 vs 2.00) | no |"),
+            "{doc}"
+        );
+        assert!(doc.contains("| hybrid 40 ms / hybrid 80 ms |"), "{doc}");
+        assert!(
+            doc.contains("- rtt-mix: 1 of 2 cells met; missed: hybrid 80 ms, cubic+nc=off 40 ms"),
+            "{doc}"
+        );
     }
 }

@@ -2,10 +2,13 @@
 //! its [`Group`]s and [`FAIRNESS_USAGE`].
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::experiment::options::{defaults, parse_flags, parse_runs, parse_size, Options};
+use crate::experiment::options::{
+    defaults, parse_flags, parse_runs, parse_secs, parse_size, Options,
+};
 use crate::peer::FlowSpec;
 use crate::units::parse_buffer;
 
@@ -19,54 +22,61 @@ Competing downloads (nc-experiment --compete) on one 20 Mbit/s, 40 ms
 bottleneck, every cell --runs times with seeds --seed, --seed+1, ...; runs
 interleaved across the cells of a group. The flow under test (--flow,
 default hybrid: coded QUIC with our controller) meets each of --others.
-Each cell prints every run's figure, the median and min-max and the runs
-meeting the target; a target check follows. Markdown goes to stdout and to
-OUT/bench-fairness-TIME.md, everything (every run, the targets) to
-OUT/bench-fairness-TIME.json, rewritten after every run.
+Each cell prints every run's figure (misses in bold), the median and
+min-max and the runs meeting the target; a target check follows. Markdown
+goes to stdout and to OUT/bench-fairness-TIME.md, everything (every run,
+the verdicts) to OUT/bench-fairness-TIME.json, rewritten after every run.
 
 Groups (--groups; targets from the issue 'hybrid as a good citizen'):
   bdp       one-BDP buffer, no loss, --size each: the flow first, the other
             first, the flow 2 s ahead, the other 2 s ahead. Share ratio
             flow / other within 0.8-1.25 in every run
-  shallow   buffers --buffers (25 % and 10 % of the BDP), no loss: the flow
-            first; ratio <= 1.5 in every run; and the flow alone (size/2):
-            efficiency >= 0.85 in every run
-  rtt-mix   one-BDP buffer at 40 ms, no loss: the flow at 40 ms against the
-            flow at 80 ms, the flow at 80 ms against CUBIC at 40 ms, and
-            CUBIC at 40 against 80 ms as the reference. Target: the median
-            unfairness max(r, 1/r) no worse than CUBIC's own
-  sharing   5 % loss both ways: 2 and 4 flows started together, size/2 each
+  shallow   --buffers (25 % and 10 % of the BDP), no loss, --size each: the
+            flow first; ratio <= 1.5 in every run (a flow that takes less
+            passes); and the flow alone: efficiency >= 0.85 in every run
+  rtt-mix   one-BDP buffer at --rtt, no loss: the flow on a path of --rtt
+            against the flow on 2 x --rtt, and the flow on 2 x --rtt against
+            quiche's CUBIC on --rtt; each against the same pair of CUBICs
+            (the reference): median max(r, 1/r) no worse than CUBIC's own
+  sharing   5 % loss both ways: 2 and 4 flows started together, --size each
             (Jain >= 0.98 in every run); a flow joining 10 s after another
-            (3 x size each; it first carries 80 % of an equal share over one
-            second within 5 s, in every run)
-  loss      1 % and 5 % loss, size/4 each: the flow against quiche's CUBIC;
-            no target, the shares are reported (a Padhye-limited CUBIC
+            (3 x --size each; it first carries 80 % of an equal share over
+            one second within 5 s, in every run)
+  loss      1 % and 5 % loss, --size/4 each: the flow against quiche's CUBIC;
+            no target, the share ratio is reported (a Padhye-limited CUBIC
             leaves most of the link unused)
+A run that fails counts against its cell's target; a flow that takes
+everything reads as an infinite ratio, a joiner that never gets its share as
+an infinite time.
 
   --flow SPEC      the flow under test (default hybrid; e.g. hybrid+nc=off,
-                   or cubic for CUBIC's own figures)
-  --others LIST    competitors of bdp and shallow (default cubic,quic-go:cubic,
-                   ngtcp2:cubic,quinn:cubic; cubic is quiche's)
+                   or cubic+nc=off for CUBIC's own figures)
+  --others LIST    competitors of bdp and shallow (default cubic+nc=off,
+                   quic-go:cubic,ngtcp2:cubic,quinn:cubic; cubic+nc=off is
+                   quiche's CUBIC without coding)
   --groups LIST    groups to run, in this order (default bdp,shallow,rtt-mix,
                    sharing,loss)
-  --buffers LIST   the shallow group's buffers (default 25kB,10kB)
+  --buffers LIST   the shallow group's buffers: N% of the BDP at --rate and
+                   --rtt, or a linkem buffer (64p, 10kB) (default 25%,10%)
   --runs N         runs per cell (default 10)
-  --size BYTES     download size per flow of bdp, shallow and rtt-mix
-                   (default 20MB); the other cells scale with it as above
+  --size BYTES     download size per flow (default 20MB)
+  --timeout SECS   per-run cap (default: from the cell's flows, size, loss
+                   and stagger, so that a Padhye-limited CUBIC finishes)
+  --qlog-dir DIR   every run's qlogs in DIR/cell-N/<run>
   --out DIR        where the markdown and JSON go (default results)
-  --per-run        also print every run's table as --compete does
+  --per-run        also each cell's --compete table (stdout and markdown)
   --rate, --rtt, --seed, --loss-position, --spin, --no-realtime,
   --idle-timeout, --bin-dir, --linkem, --quinn-peer, --quic-go-peer, --keep:
                    as for the matrix
 
-Roughly 2 h with the defaults (bdp 1 h). A smoke test (about 2 min):
-  nc-experiment bench-fairness --groups shallow --others cubic --buffers 10kB --runs 1
+Roughly 2 h with the defaults (bdp half of it). A smoke test (about 30 s):
+  nc-experiment bench-fairness --groups shallow --others cubic+nc=off --buffers 10% --runs 1
 ";
 
 /// Competitors of the bdp and shallow groups.
-pub const FAIRNESS_OTHERS: &str = "cubic,quic-go:cubic,ngtcp2:cubic,quinn:cubic";
+pub const FAIRNESS_OTHERS: &str = "cubic+nc=off,quic-go:cubic,ngtcp2:cubic,quinn:cubic";
 /// The shallow group's buffers: a quarter and a tenth of the BDP.
-pub const FAIRNESS_BUFFERS: &str = "25kB,10kB";
+pub const FAIRNESS_BUFFERS: &str = "25%,10%";
 /// Groups run by default, in order.
 pub const FAIRNESS_GROUPS: &str = "bdp,shallow,rtt-mix,sharing,loss";
 
@@ -130,13 +140,16 @@ pub struct FairnessOptions {
     pub others: Vec<String>,
     /// Groups, in order.
     pub groups: Vec<Group>,
-    /// The shallow group's buffers.
+    /// The shallow group's buffers: `N%` of the BDP, or a linkem buffer.
     pub buffers: Vec<String>,
     /// Runs per cell.
     pub runs: usize,
-    /// Download size of the bdp, shallow and rtt-mix groups (the other
-    /// cells scale with it).
+    /// Download size per flow (the joiner's and the loss group's scale
+    /// with it).
     pub size: u64,
+    /// `--timeout`: the per-run cap of every cell (default: per cell,
+    /// [`crate::experiment::fairness::Cell::timeout_for`]).
+    pub timeout: Option<Duration>,
     /// Output directory.
     pub out: PathBuf,
 }
@@ -167,6 +180,19 @@ fn spec(name: &str, v: &str) -> Result<String, String> {
         .label())
 }
 
+/// A fraction of the BDP given as `N%` (`None` for a linkem buffer).
+pub fn bdp_percent(b: &str) -> Result<Option<f64>, String> {
+    let Some(n) = b.strip_suffix('%') else {
+        return Ok(None);
+    };
+    match n.trim().parse::<f64>() {
+        Ok(p) if p > 0.0 && p <= 1000.0 => Ok(Some(p)),
+        _ => Err(format!(
+            "--buffers: '{b}' is not a percentage of the BDP in (0, 1000]"
+        )),
+    }
+}
+
 /// Parses `bench-fairness`'s arguments (after the subcommand); `None` if
 /// `--help` was asked for.
 pub fn parse_fairness(
@@ -186,6 +212,7 @@ pub fn parse_fairness(
         buffers: list("", FAIRNESS_BUFFERS)?,
         runs: 10,
         size: 20_000_000,
+        timeout: None,
         out: PathBuf::from("results"),
     };
     let own = |f: &mut FairnessOptions, name: &str, v: String| -> Result<bool, String> {
@@ -194,10 +221,12 @@ pub fn parse_fairness(
             "--loss" => return Err("--loss: each group sets its own loss".into()),
             "--flow" => f.flow = spec(name, &v)?,
             "--others" => {
-                f.others = list(name, &v)?
+                let others: Vec<String> = list(name, &v)?
                     .iter()
                     .map(|o| spec(name, o))
-                    .collect::<Result<_, _>>()?
+                    .collect::<Result<_, _>>()?;
+                list(name, &others.join(","))?;
+                f.others = others;
             }
             "--groups" => {
                 f.groups = list(name, &v)?
@@ -208,11 +237,15 @@ pub fn parse_fairness(
             "--buffers" => {
                 f.buffers = list(name, &v)?;
                 for b in &f.buffers {
-                    parse_buffer(b).map_err(|e| format!("--buffers: {e}"))?;
+                    if bdp_percent(b)?.is_none() {
+                        parse_buffer(b).map_err(|e| format!("--buffers: {e}"))?;
+                    }
                 }
             }
             "--runs" => f.runs = parse_runs(&v)?,
             "--size" => f.size = parse_size(name, &v)?,
+            "--timeout" => f.timeout = Some(parse_secs(name, &v)?),
+            "--qlog-dir" => f.base.qlog_dir = Some(PathBuf::from(v)),
             "--out" => f.out = PathBuf::from(v),
             _ => return Ok(false),
         }
@@ -246,17 +279,23 @@ mod tests {
         assert_eq!(f.flow, "hybrid");
         assert_eq!(
             f.others,
-            ["cubic", "quic-go:cubic", "ngtcp2:cubic", "quinn:cubic"]
+            [
+                "cubic+nc=off",
+                "quic-go:cubic",
+                "ngtcp2:cubic",
+                "quinn:cubic"
+            ]
         );
         assert_eq!(f.groups, Group::ALL);
-        assert_eq!(f.buffers, ["25kB", "10kB"]);
+        assert_eq!(f.buffers, ["25%", "10%"]);
+        assert_eq!((f.timeout, f.base.qlog_dir.clone()), (None, None));
         assert_eq!((f.runs, f.size), (10, 20_000_000));
         assert_eq!(f.out, PathBuf::from("results"));
         assert!(f.base.markdown);
 
         let f = parse(
             "--flow hybrid+nc=off --others quic-go:cubic --groups sharing,bdp --buffers 5kB \
-             --runs 3 --size 5MB --out /o --seed 7 --rtt 80ms",
+             --runs 3 --size 5MB --out /o --seed 7 --rtt 80ms --timeout 30 --qlog-dir /q",
         )
         .unwrap();
         assert_eq!(f.flow, "hybrid+nc=off");
@@ -266,6 +305,10 @@ mod tests {
         assert_eq!((f.runs, f.size), (3, 5_000_000));
         assert_eq!(f.out, PathBuf::from("/o"));
         assert_eq!(f.base.seed, 7);
+        assert_eq!(f.timeout, Some(Duration::from_secs(30)));
+        assert_eq!(f.base.qlog_dir, Some(PathBuf::from("/q")));
+        assert_eq!(bdp_percent("12.5%"), Ok(Some(12.5)));
+        assert_eq!(bdp_percent("64p"), Ok(None));
         assert!(
             parse_fairness(["--help".to_string()].into_iter(), Path::new("/x"))
                 .unwrap()
@@ -281,6 +324,10 @@ mod tests {
             "--others cubic,nosuch:cubic",
             "--flow",
             "--buffers 10kB,x",
+            "--buffers 0%",
+            "--buffers x%",
+            "--others cubic+nc=off,quiche:cubic+nc=off",
+            "--timeout 0",
             "--runs 0",
             "--size 0",
             "--buffer 10kB",
