@@ -170,6 +170,16 @@ pub fn shallow_buffer(b: &str, rate_bps: u64, rtt: Duration) -> (String, String)
     }
 }
 
+/// A competitor's name in labels: "another X" when it is the flow under
+/// test's own spec.
+fn other_name(flow: &str, other: &str) -> String {
+    if flow == other {
+        format!("another {other}")
+    } else {
+        other.to_string()
+    }
+}
+
 /// The cells of the options' groups, group by group. A
 /// [`Target::NoWorseThan`] refers to a cell of the same group.
 pub fn plan(f: &FairnessOptions) -> Vec<Cell> {
@@ -182,13 +192,16 @@ pub fn plan(f: &FairnessOptions) -> Vec<Cell> {
                 let band = Target::Within { lo: 0.8, hi: 1.25 };
                 for o in &f.others {
                     let o = o.as_str();
+                    // The flow under test against its own kind: "another".
+                    let on = other_name(x, o);
                     for (label, flows, subject, stagger) in [
-                        (format!("{x} first, {o}"), [x, o], 0, Duration::ZERO),
-                        (format!("{o} first, {x}"), [o, x], 1, Duration::ZERO),
-                        (format!("{x} 2 s ahead of {o}"), [x, o], 0, HEAD_START),
-                        (format!("{o} 2 s ahead of {x}"), [o, x], 1, HEAD_START),
+                        (format!("{x} first, {on}"), [x, o], 0, Duration::ZERO),
+                        (format!("{on} first, {x}"), [o, x], 1, Duration::ZERO),
+                        (format!("{x} 2 s ahead of {on}"), [x, o], 0, HEAD_START),
+                        (format!("{on} 2 s ahead of {x}"), [o, x], 1, HEAD_START),
                     ] {
                         let mut c = Cell::ratio(group, label, flows, subject, band);
+                        c.names[1 - subject] = on.clone();
                         c.size = f.size;
                         c.stagger = stagger;
                         cells.push(c);
@@ -199,13 +212,15 @@ pub fn plan(f: &FairnessOptions) -> Vec<Cell> {
                 for b in &f.buffers {
                     let (spec, label) = shallow_buffer(b, f.base.rate_bps, f.base.rtt);
                     for o in &f.others {
+                        let on = other_name(x, o);
                         let mut c = Cell::ratio(
                             group,
-                            format!("{b}: {x}, {o}"),
+                            format!("{b}: {x}, {on}"),
                             [x, o],
                             0,
                             Target::AtMost(1.5),
                         );
+                        c.names[1] = on;
                         c.size = f.size;
                         (c.buffer, c.buffer_label) = (spec.clone(), label.clone());
                         cells.push(c);
@@ -758,6 +773,17 @@ mod tests {
             lossy.timeout < Duration::from_secs(150),
             "{:?}",
             lossy.timeout
+        );
+
+        // CUBIC's own figures: the labels tell the two flows apart.
+        let f =
+            opts("--flow cubic+nc=off --groups bdp,shallow --others cubic+nc=off --buffers 10%");
+        let labels: Vec<String> = plan(&f).iter().map(|c| c.label.clone()).collect();
+        assert_eq!(labels[1], "another cubic+nc=off first, cubic+nc=off");
+        assert_eq!(labels[4], "10%: cubic+nc=off, another cubic+nc=off");
+        assert_eq!(
+            plan(&f)[3].figure_label(),
+            "cubic+nc=off / another cubic+nc=off"
         );
 
         let f = opts("--groups bdp --others quic-go:cubic --timeout 25 --qlog-dir /q");
