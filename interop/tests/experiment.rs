@@ -22,6 +22,31 @@ fn json_file(p: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
+/// Runs a subcommand that must succeed; returns its stdout.
+fn run_ok(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    stdout
+}
+
+/// The markdown and JSON report a benchmark wrote into `dir`.
+fn reports(dir: &std::path::Path) -> (PathBuf, PathBuf) {
+    let files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let find = |ext: &str| {
+        files
+            .iter()
+            .find(|p| p.extension().is_some_and(|e| e == ext))
+            .unwrap_or_else(|| panic!("no .{ext} in {files:?}"))
+            .clone()
+    };
+    (find("md"), find("json"))
+}
+
 #[test]
 fn matrix_with_failures_reported_as_rows() {
     let dir = bin_dir("matrix");
@@ -322,37 +347,34 @@ fn stamped_bulk_rows_report_in_order_delivery_delays() {
 fn bench_e2e_subset_writes_tables_targets_and_json() {
     let dir = bin_dir("bench");
     let out_dir = dir.join("results");
-    let out = Command::new(RUNNER)
-        .args([
-            "bench-e2e",
-            "--bin-dir",
-            dir.to_str().unwrap(),
-            "--linkem",
-            LINKEM,
-        ])
-        .args([
-            "--tables",
-            "short,stream,cost",
-            "--runs",
-            "2",
-            "--loss",
-            "0",
-        ])
-        .args(["--rows", "hybrid,hybrid+nc=off", "--short-size", "20000"])
-        .args([
-            "--stream",
-            "2mbit/0.2s",
-            "--cost-size",
-            "30000",
-            "--rtt",
-            "10ms",
-        ])
-        .args(["--out", out_dir.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let stdout = run_ok(
+        Command::new(RUNNER)
+            .args([
+                "bench-e2e",
+                "--bin-dir",
+                dir.to_str().unwrap(),
+                "--linkem",
+                LINKEM,
+            ])
+            .args([
+                "--tables",
+                "short,stream,cost",
+                "--runs",
+                "2",
+                "--loss",
+                "0",
+            ])
+            .args(["--rows", "hybrid,hybrid+nc=off", "--short-size", "20000"])
+            .args([
+                "--stream",
+                "2mbit/0.2s",
+                "--cost-size",
+                "30000",
+                "--rtt",
+                "10ms",
+            ])
+            .args(["--out", out_dir.to_str().unwrap()]),
+    );
     for h in [
         "### Short flows",
         "### Streaming /stream/2mbit/0.2s",
@@ -371,18 +393,8 @@ fn bench_e2e_subset_writes_tables_targets_and_json() {
         stdout.contains("n/a (needs the coded+hybrid stream cells at 0% and 5%)"),
         "{stdout}"
     );
-    let files: Vec<PathBuf> = std::fs::read_dir(&out_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    let json = files
-        .iter()
-        .find(|p| p.extension().is_some_and(|e| e == "json"))
-        .unwrap();
-    assert!(files
-        .iter()
-        .any(|p| p.extension().is_some_and(|e| e == "md")));
-    let v = json_file(json);
+    let (_, json) = reports(&out_dir);
+    let v = json_file(&json);
     let tables = v["tables"].as_array().unwrap();
     assert_eq!(tables.len(), 3);
     assert_eq!(tables[0]["kind"], "short");
@@ -492,17 +504,14 @@ fn compete_two_flows_through_one_linkem() {
 fn bench_fairness_runs_every_cell_and_writes_a_target_check() {
     let dir = bin_dir("fairness");
     let out_dir = dir.join("results");
-    let out = Command::new(RUNNER)
-        .args(["bench-fairness", "--bin-dir", dir.to_str().unwrap()])
-        .args(["--linkem", LINKEM, "--out", out_dir.to_str().unwrap()])
-        .args(["--groups", "shallow,rtt-mix", "--others", "reno"])
-        .args(["--buffers", "20kB", "--runs", "2", "--size", "200000"])
-        .args(["--rate", "50mbit", "--rtt", "10ms", "--seed", "5"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let stdout = run_ok(
+        Command::new(RUNNER)
+            .args(["bench-fairness", "--bin-dir", dir.to_str().unwrap()])
+            .args(["--linkem", LINKEM, "--out", out_dir.to_str().unwrap()])
+            .args(["--groups", "shallow,rtt-mix", "--others", "reno"])
+            .args(["--buffers", "20kB", "--runs", "2", "--size", "200000"])
+            .args(["--rate", "50mbit", "--rtt", "10ms", "--seed", "5"]),
+    );
     for h in [
         "#### shallow",
         "#### rtt-mix",
@@ -517,22 +526,11 @@ fn bench_fairness_runs_every_cell_and_writes_a_target_check() {
     ] {
         assert!(stdout.contains(h), "{h}: {stdout}");
     }
-    let files: Vec<PathBuf> = std::fs::read_dir(&out_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    let md = files
-        .iter()
-        .find(|p| p.extension().is_some_and(|e| e == "md"))
-        .unwrap();
+    let (md, json) = reports(&out_dir);
     assert!(std::fs::read_to_string(md)
         .unwrap()
         .contains("#### Target check"));
-    let json = files
-        .iter()
-        .find(|p| p.extension().is_some_and(|e| e == "json"))
-        .unwrap();
-    let v = json_file(json);
+    let v = json_file(&json);
     let cells = v["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 6, "{v}");
     // "hybrid 20 ms, cubic 10 ms": the flow under test on the longer path.

@@ -8,8 +8,8 @@ use serde::Serialize;
 
 use crate::experiment::bench_options::TableKind;
 use crate::experiment::options::{
-    check_reference, defaults, parse_flags, parse_loss_list, parse_offsets, parse_reference,
-    parse_rows, parse_runs, parse_secs, LossCase, Options, DEFAULT_TRACE_DIR,
+    check_reference, defaults, parse_flags, parse_list, parse_loss_list, parse_offsets,
+    parse_reference, parse_rows, parse_runs, parse_secs, LossCase, Options, DEFAULT_TRACE_DIR,
 };
 use crate::units::{parse_buffer, parse_rate};
 
@@ -120,25 +120,6 @@ pub struct CellularOptions {
     pub from: Vec<PathBuf>,
 }
 
-/// Comma-separated, non-empty, without repeats.
-fn list(name: &str, v: &str) -> Result<Vec<String>, String> {
-    let items: Vec<String> = v
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-        .collect();
-    if items.is_empty() {
-        return Err(format!("{name}: empty list"));
-    }
-    for (i, x) in items.iter().enumerate() {
-        if items[..i].contains(x) {
-            return Err(format!("{name}: '{x}' given twice"));
-        }
-    }
-    Ok(items)
-}
-
 /// Parses `bench-cellular`'s arguments (after the subcommand); `None` if
 /// `--help` was asked for.
 pub fn parse_cellular(
@@ -151,8 +132,8 @@ pub fn parse_cellular(
         base,
         tables: vec![TableKind::Bulk, TableKind::Stream],
         trace_dir: PathBuf::from(DEFAULT_TRACE_DIR),
-        traces: list("", CELLULAR_TRACES)?,
-        buffers: list("", CELLULAR_BUFFERS)?,
+        traces: parse_list("", CELLULAR_TRACES)?,
+        buffers: parse_list("", CELLULAR_BUFFERS)?,
         loss: parse_loss_list(CELLULAR_LOSS)?,
         runs: 3,
         offsets: parse_offsets("", CELLULAR_OFFSETS)?,
@@ -168,9 +149,9 @@ pub fn parse_cellular(
             "--rate" => return Err("--rate: the traces set the capacity".into()),
             "--buffer" => return Err("--buffer: use --buffers LIST".into()),
             "--trace-dir" => c.trace_dir = PathBuf::from(v),
-            "--traces" => c.traces = list(name, &v)?,
+            "--traces" => c.traces = parse_list(name, &v)?,
             "--buffers" => {
-                c.buffers = list(name, &v)?;
+                c.buffers = parse_list(name, &v)?;
                 for b in &c.buffers {
                     parse_buffer(b).map_err(|e| format!("--buffers: {e}"))?;
                 }
@@ -194,7 +175,7 @@ pub fn parse_cellular(
             "--rows" | "--cc" => c.rows = Some(parse_rows(&v).map_err(|e| format!("{name}: {e}"))?),
             "--reference" => c.base.reference = Some(parse_reference(&v)?),
             "--tables" => {
-                c.tables = list(name, &v)?
+                c.tables = parse_list(name, &v)?
                     .iter()
                     .map(|t| match t.as_str() {
                         "bulk" => Ok(TableKind::Bulk),
@@ -204,7 +185,12 @@ pub fn parse_cellular(
                     .collect::<Result<_, _>>()?;
             }
             "--out" => c.out = PathBuf::from(v),
-            "--from" => c.from = list(name, &v)?.into_iter().map(PathBuf::from).collect(),
+            "--from" => {
+                c.from = parse_list(name, &v)?
+                    .into_iter()
+                    .map(PathBuf::from)
+                    .collect()
+            }
             _ => return Ok(false),
         }
         Ok(true)

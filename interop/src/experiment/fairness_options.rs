@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::experiment::options::{
-    defaults, parse_flags, parse_runs, parse_secs, parse_size, Options,
+    defaults, parse_flags, parse_list, parse_runs, parse_secs, parse_size, Options,
 };
 use crate::peer::FlowSpec;
 use crate::units::parse_buffer;
@@ -154,25 +154,6 @@ pub struct FairnessOptions {
     pub out: PathBuf,
 }
 
-/// Comma-separated, non-empty, without repeats.
-fn list(name: &str, v: &str) -> Result<Vec<String>, String> {
-    let items: Vec<String> = v
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-        .collect();
-    if items.is_empty() {
-        return Err(format!("{name}: empty list"));
-    }
-    for (i, x) in items.iter().enumerate() {
-        if items[..i].contains(x) {
-            return Err(format!("{name}: '{x}' given twice"));
-        }
-    }
-    Ok(items)
-}
-
 /// A flow spec in its canonical label.
 fn spec(name: &str, v: &str) -> Result<String, String> {
     Ok(FlowSpec::parse(v)
@@ -204,12 +185,12 @@ pub fn parse_fairness(
     let mut f = FairnessOptions {
         base,
         flow: "hybrid".into(),
-        others: list("", FAIRNESS_OTHERS)?,
-        groups: list("", FAIRNESS_GROUPS)?
+        others: parse_list("", FAIRNESS_OTHERS)?,
+        groups: parse_list("", FAIRNESS_GROUPS)?
             .iter()
             .map(|g| Group::parse(g))
             .collect::<Result<_, _>>()?,
-        buffers: list("", FAIRNESS_BUFFERS)?,
+        buffers: parse_list("", FAIRNESS_BUFFERS)?,
         runs: 10,
         size: 20_000_000,
         timeout: None,
@@ -221,21 +202,21 @@ pub fn parse_fairness(
             "--loss" => return Err("--loss: each group sets its own loss".into()),
             "--flow" => f.flow = spec(name, &v)?,
             "--others" => {
-                let others: Vec<String> = list(name, &v)?
+                let others: Vec<String> = parse_list(name, &v)?
                     .iter()
                     .map(|o| spec(name, o))
                     .collect::<Result<_, _>>()?;
-                list(name, &others.join(","))?;
+                parse_list(name, &others.join(","))?;
                 f.others = others;
             }
             "--groups" => {
-                f.groups = list(name, &v)?
+                f.groups = parse_list(name, &v)?
                     .iter()
                     .map(|g| Group::parse(g))
                     .collect::<Result<_, _>>()?
             }
             "--buffers" => {
-                f.buffers = list(name, &v)?;
+                f.buffers = parse_list(name, &v)?;
                 for b in &f.buffers {
                     if bdp_percent(b)?.is_none() {
                         parse_buffer(b).map_err(|e| format!("--buffers: {e}"))?;

@@ -494,6 +494,25 @@ pub(crate) fn common_flag(
     Ok(true)
 }
 
+/// Comma-separated, non-empty, without repeats.
+pub(crate) fn parse_list(name: &str, v: &str) -> Result<Vec<String>, String> {
+    let items: Vec<String> = v
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    if items.is_empty() {
+        return Err(format!("{name}: empty list"));
+    }
+    for (i, x) in items.iter().enumerate() {
+        if items[..i].contains(x) {
+            return Err(format!("{name}: '{x}' given twice"));
+        }
+    }
+    Ok(items)
+}
+
 pub(crate) fn parse_runs(v: &str) -> Result<usize, String> {
     match v.parse::<usize>() {
         Ok(n) if n >= 1 => Ok(n),
