@@ -153,6 +153,8 @@ bench-cellular: quiche
 # run in results/bench-fairness-TIME.json. Builds the peers if missing.
 # Roughly 2 h with 10 runs per cell; e.g. BENCH_FAIRNESS_ARGS="--runs 5" or
 #   make bench-fairness BENCH_FAIRNESS_ARGS="--groups shallow --others cubic+nc=off --buffers 10% --runs 1"
+# Made in parts ("--runs 5 --seed 1", then "--runs 5 --seed 6"), the parts'
+# JSON reports merge into one with BENCH_FAIRNESS_ARGS="--merge A.json,B.json"
 # (nc-experiment bench-fairness --help lists the options).
 bench-fairness: quiche
 	$(EXPERIMENT_BINS)

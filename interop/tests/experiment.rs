@@ -559,5 +559,54 @@ fn bench_fairness_runs_every_cell_and_writes_a_target_check() {
     let alone = runs.iter().find(|r| r["cell"] == 1).unwrap();
     assert_eq!(alone["value"], alone["alone"]["efficiency"], "{alone}");
     assert!(alone["value"].as_f64().is_some(), "{alone}");
+
+    // --merge: the same campaign's seeds 7-8 (a copy with its seed moved)
+    // and seeds 5-6 make one report of four runs per cell, without running
+    // anything (no --bin-dir needed).
+    let mut later = v.clone();
+    later["options"]["base"]["seed"] = 7.into();
+    later["seeds"] = serde_json::json!([7, 8]);
+    let later_path = dir.join("later.json");
+    std::fs::write(&later_path, later.to_string()).unwrap();
+    let merged_dir = dir.join("merged");
+    let merge = |files: String| {
+        Command::new(RUNNER)
+            .args(["bench-fairness", "--merge", &files])
+            .args(["--out", merged_dir.to_str().unwrap()])
+            .args(["--groups", "shallow,rtt-mix", "--others", "reno"])
+            .args(["--buffers", "20kB", "--size", "200000"])
+            .args(["--rate", "50mbit", "--rtt", "10ms"])
+            .output()
+            .unwrap()
+    };
+    let out = merge(format!("{},{}", later_path.display(), json.display()));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("4 runs, seeds 5–8 per cell"), "{stdout}");
+    assert!(stdout.contains("Merged from "), "{stdout}");
+    let (_, merged) = reports(&merged_dir);
+    let m = json_file(&merged);
+    assert_eq!(m["runs"].as_array().unwrap().len(), 24, "{m}");
+    assert_eq!(m["merged_from"].as_array().unwrap().len(), 2, "{m}");
+    // The alone cell's figures of seeds 5 and 7 are the same run's.
+    let figure = |seed_run: u64| {
+        m["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["cell"] == 1 && r["run"] == seed_run)
+            .map(|r| r["value"].clone())
+            .unwrap()
+    };
+    assert_eq!(figure(0), figure(2));
+    assert_eq!(figure(0), alone["value"]);
+    // A report merged with itself would count its runs twice.
+    let out = merge(format!("{},{}", json.display(), merged.display()));
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("both planned seed 5"));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -41,6 +41,17 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Command_::Fairness(f) = &cmd {
+        if !f.merge.is_empty() {
+            return match interop::experiment::fairness_merge::merge_fairness(f) {
+                Ok(code) => ExitCode::from(code),
+                Err(e) => {
+                    eprintln!("nc-experiment: error: {e}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+    }
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: installs a handler that only stores to an atomic.
         unsafe {

@@ -527,6 +527,13 @@ pub fn target_check(cells: &[Cell], verdicts: &[Verdict], groups: &[Group]) -> S
 /// Everything written to `OUT/bench-fairness-TIME.json`.
 #[derive(Serialize)]
 pub struct FairnessReport<'a> {
+    /// With `--merge`: the reports the runs come from (their JSON keeps
+    /// each run's details).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub merged_from: &'a [String],
+    /// The seeds planned (a run's seed is `options.base.seed` + its run
+    /// index; merged reports may have gaps).
+    pub seeds: &'a [u64],
     /// UTC start time (also in the file names).
     pub started: &'a str,
     /// The options.
@@ -539,7 +546,8 @@ pub struct FairnessReport<'a> {
     pub verdicts: &'a [Verdict],
 }
 
-fn write(out: &Path, started: &str, ext: &str, text: &str) -> Result<String, String> {
+/// Writes `OUT/bench-fairness-STARTED.EXT`; returns its path.
+pub fn write_report(out: &Path, started: &str, ext: &str, text: &str) -> Result<String, String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let p = out.join(format!("bench-fairness-{started}.{ext}"));
     std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -549,19 +557,51 @@ fn write(out: &Path, started: &str, ext: &str, text: &str) -> Result<String, Str
 /// The document: header, one table per group, the target check (and with
 /// `--per-run` each cell's `--compete` table).
 pub fn document(f: &FairnessOptions, started: &str, cells: &[Cell], runs: &[CellRun]) -> String {
+    let seeds: Vec<u64> = (0..f.runs as u64).map(|r| f.base.seed + r).collect();
+    document_for(f, started, &seeds, cells, runs)
+}
+
+/// Seeds as ranges: `1–5, 11–15`.
+pub fn seed_ranges(seeds: &[u64]) -> String {
+    let mut v = seeds.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    for s in v {
+        match ranges.last_mut() {
+            Some((_, hi)) if *hi + 1 == s => *hi = s,
+            _ => ranges.push((s, s)),
+        }
+    }
+    let parts: Vec<String> = ranges
+        .iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}–{b}")
+            }
+        })
+        .collect();
+    parts.join(", ")
+}
+
+/// [`document`] for the runs of the given seeds (each cell planned once
+/// per seed).
+pub fn document_for(
+    f: &FairnessOptions,
+    started: &str,
+    seeds: &[u64],
+    cells: &[Cell],
+    runs: &[CellRun],
+) -> String {
     let verdicts = verdicts(cells, runs);
-    let seeds = if f.runs == 1 {
-        format!("1 run, seed {}", f.base.seed)
-    } else {
-        format!(
-            "{} runs, seeds {}–{}",
-            f.runs,
-            f.base.seed,
-            f.base.seed + f.runs as u64 - 1
-        )
+    let seeds_text = match seeds.len() {
+        1 => format!("1 run, seed {}", seed_ranges(seeds)),
+        n => format!("{n} runs, seeds {}", seed_ranges(seeds)),
     };
     let mut s = format!(
-        "## bench-fairness {started} UTC\n\n{} on {:.0} Mbit/s, RTT {} ms, {seeds} per cell; \
+        "## bench-fairness {started} UTC\n\n{} on {:.0} Mbit/s, RTT {} ms, {seeds_text} per cell; \
          bdp and shallow against {}, rtt-mix and loss against {CUBIC} (quiche's CUBIC without \
          coding). Share ratio = the bottleneck share of the first flow named over the other's \
          while both were active (linkem's counters, as nc-experiment --compete); per run in \
@@ -574,7 +614,7 @@ pub fn document(f: &FairnessOptions, started: &str, cells: &[Cell], runs: &[Cell
     );
     for &g in &f.groups {
         s += &format!("#### {}\n\n", g.name());
-        s += &group_table(cells, runs, &verdicts, g, f.runs);
+        s += &group_table(cells, runs, &verdicts, g, seeds.len());
         s += "\n";
     }
     s += &target_check(cells, &verdicts, &f.groups);
@@ -612,6 +652,7 @@ pub fn run_fairness(f: &FairnessOptions, work: &Path, certs: &Path) -> Result<u8
         FlowSpec::parse(s)?.prepare(&f.base.tools)?;
     }
     let started = utc_stamp(SystemTime::now());
+    let seeds: Vec<u64> = (0..f.runs as u64).map(|r| f.base.seed + r).collect();
     let mut runs: Vec<CellRun> = Vec::new();
     let t0 = Instant::now();
     let mut interrupted = false;
@@ -638,6 +679,8 @@ pub fn run_fairness(f: &FairnessOptions, work: &Path, certs: &Path) -> Result<u8
                 runs.push(r);
                 let verdicts = verdicts(&cells, &runs);
                 let report = FairnessReport {
+                    merged_from: &[],
+                    seeds: &seeds,
                     started: &started,
                     options: f,
                     cells: &cells,
@@ -645,7 +688,7 @@ pub fn run_fairness(f: &FairnessOptions, work: &Path, certs: &Path) -> Result<u8
                     verdicts: &verdicts,
                 };
                 let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-                if let Err(e) = write(&f.out, &started, "json", &(json + "\n")) {
+                if let Err(e) = write_report(&f.out, &started, "json", &(json + "\n")) {
                     eprintln!("nc-experiment: warning: {e}");
                 }
             }
@@ -654,7 +697,7 @@ pub fn run_fairness(f: &FairnessOptions, work: &Path, certs: &Path) -> Result<u8
     let doc = document(f, &started, &cells, &runs)
         + &format!("\n(took {:.1} min)\n", t0.elapsed().as_secs_f64() / 60.0);
     print!("{doc}");
-    match write(&f.out, &started, "md", &doc) {
+    match write_report(&f.out, &started, "md", &doc) {
         Ok(p) => eprintln!("wrote {p}"),
         Err(e) => eprintln!("nc-experiment: warning: {e}"),
     }

@@ -65,6 +65,11 @@ an infinite time.
   --qlog-dir DIR   every run's qlogs in DIR/cell-N/<run>
   --out DIR        where the markdown and JSON go (default results)
   --per-run        also each cell's --compete table (stdout and markdown)
+  --merge LIST     run nothing: one report (stdout, OUT/...md and .json) from
+                   the runs of earlier JSON reports, e.g. seeds 1-5 and 6-10
+                   of a campaign made in two parts; give the options they
+                   were made with (except --runs and --seed). Reports that
+                   planned the same seed are refused
   --rate, --rtt, --seed, --loss-position, --spin, --no-realtime,
   --idle-timeout, --bin-dir, --linkem, --quinn-peer, --quic-go-peer, --keep:
                    as for the matrix
@@ -152,6 +157,9 @@ pub struct FairnessOptions {
     pub timeout: Option<Duration>,
     /// Output directory.
     pub out: PathBuf,
+    /// `--merge`: earlier reports (JSON) to tabulate as one campaign
+    /// instead of running.
+    pub merge: Vec<PathBuf>,
 }
 
 /// A flow spec in its canonical label.
@@ -195,6 +203,7 @@ pub fn parse_fairness(
         size: 20_000_000,
         timeout: None,
         out: PathBuf::from("results"),
+        merge: Vec::new(),
     };
     let own = |f: &mut FairnessOptions, name: &str, v: String| -> Result<bool, String> {
         match name {
@@ -228,6 +237,12 @@ pub fn parse_fairness(
             "--timeout" => f.timeout = Some(parse_secs(name, &v)?),
             "--qlog-dir" => f.base.qlog_dir = Some(PathBuf::from(v)),
             "--out" => f.out = PathBuf::from(v),
+            "--merge" => {
+                f.merge = parse_list(name, &v)?
+                    .into_iter()
+                    .map(PathBuf::from)
+                    .collect()
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -241,6 +256,9 @@ pub fn parse_fairness(
         own,
     )? {
         return Ok(None);
+    }
+    if !f.merge.is_empty() && (f.base.per_run || f.base.qlog_dir.is_some()) {
+        return Err("--merge: --per-run and --qlog-dir need the runs themselves".into());
     }
     Ok(Some(f))
 }
@@ -272,7 +290,7 @@ mod tests {
         assert_eq!((f.timeout, f.base.qlog_dir.clone()), (None, None));
         assert_eq!((f.runs, f.size), (10, 20_000_000));
         assert_eq!(f.out, PathBuf::from("results"));
-        assert!(f.base.markdown);
+        assert!(f.base.markdown && f.merge.is_empty());
 
         let f = parse(
             "--flow hybrid+nc=off --others quic-go:cubic --groups sharing,bdp --buffers 5kB \
@@ -288,6 +306,11 @@ mod tests {
         assert_eq!(f.base.seed, 7);
         assert_eq!(f.timeout, Some(Duration::from_secs(30)));
         assert_eq!(f.base.qlog_dir, Some(PathBuf::from("/q")));
+        let f = parse("--merge a.json,b/c.json").unwrap();
+        assert_eq!(
+            f.merge,
+            [PathBuf::from("a.json"), PathBuf::from("b/c.json")]
+        );
         assert_eq!(bdp_percent("12.5%"), Ok(Some(12.5)));
         assert_eq!(bdp_percent("64p"), Ok(None));
         assert!(
@@ -314,6 +337,9 @@ mod tests {
             "--buffer 10kB",
             "--loss 0.05",
             "--bogus 1",
+            "--merge a.json,a.json",
+            "--merge a.json --per-run",
+            "--merge a.json --qlog-dir q",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }

@@ -29,8 +29,9 @@
 //! * [`cellular_saved`]: `bench-cellular --from`, runs read back from reports.
 //! * [`scatter`]: SVG scatter plots.
 //! * [`cellular`]: the `bench-cellular` tables and plots.
-//! * [`fairness_options`], [`fairness_targets`], [`fairness`]: the
-//!   `bench-fairness` command line, figures and targets, cells and tables.
+//! * [`fairness_options`], [`fairness_targets`], [`fairness`],
+//!   [`fairness_merge`]: the `bench-fairness` command line, figures and
+//!   targets, cells and tables, and reports merged from earlier runs.
 
 pub mod bench;
 pub mod bench_options;
@@ -41,6 +42,7 @@ pub mod cellular_targets;
 pub mod command;
 pub mod emulator;
 pub mod fairness;
+pub mod fairness_merge;
 pub mod fairness_options;
 pub mod fairness_targets;
 pub mod lines;
