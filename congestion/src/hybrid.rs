@@ -132,6 +132,10 @@ pub struct HybridStats {
     /// Entries into the competitive mode because the capacity share read
     /// this flow below a quarter ([`HybridConfig::competitive_share_entry`]).
     pub share_entries: u64,
+    /// Entries into the competitive mode because the queue came back soon
+    /// after a recheck read it drained
+    /// ([`HybridConfig::competitive_refill_entry`]).
+    pub refill_entries: u64,
     /// Times the share balance counted one more flow sharing the bottleneck
     /// ([`HybridConfig::competitive_share_flows`]).
     pub share_flows_raised: u64,
@@ -280,6 +284,10 @@ pub struct Hybrid {
     their_cuts: u64,
     /// After a backoff in the mode: does the queue fall by more than it?
     cut_watch: Option<CutWatch>,
+    /// After a recheck read the queue drained: when, the window then and
+    /// the queue before the recheck's cut
+    /// ([`HybridConfig::competitive_refill_entry`]).
+    cleared: Option<(Instant, f64, Duration)>,
     /// Share balance ([`HybridConfig::competitive_share_balance`]): this
     /// flow's share of the bytes in flight (when measured, the share, the
     /// window then) and the last reducing flow's (when, the share).
@@ -440,6 +448,7 @@ impl Hybrid {
             own_cuts: 0,
             their_cuts: 0,
             cut_watch: None,
+            cleared: None,
             own_share: None,
             other_share: None,
             share_base: 0.0,
@@ -835,6 +844,7 @@ impl Controller for Hybrid {
             ("sympathetic_backoffs", st.sympathetic_backoffs),
             ("start_entries", st.start_entries),
             ("share_entries", st.share_entries),
+            ("refill_entries", st.refill_entries),
             ("share_flows_raised", st.share_flows_raised),
             ("competitive_rechecks", st.competitive_rechecks),
             ("competitive_cleared", st.competitive_cleared),

@@ -27,6 +27,9 @@ struct Driver<C: Controller> {
     next_pkt: u64,
     sent: Vec<(u64, Instant)>,
     min_rtt: Duration,
+    /// Events report nothing in flight before them: the window is not
+    /// used and does not grow.
+    app_limited: bool,
 }
 
 impl<C: Controller> Driver<C> {
@@ -39,6 +42,7 @@ impl<C: Controller> Driver<C> {
             next_pkt: 0,
             sent: Vec::new(),
             min_rtt: Duration::MAX,
+            app_limited: false,
         }
     }
 
@@ -58,7 +62,7 @@ impl<C: Controller> Driver<C> {
     }
 
     /// Ack `acked`, declare `lost`, with RTT sample `rtt`; prior in flight
-    /// equals the window (cwnd-limited).
+    /// equals the window (cwnd-limited) unless `app_limited`.
     fn event(&mut self, acked: std::ops::Range<u64>, lost: &[u64], rtt: Duration) {
         self.min_rtt = self.min_rtt.min(rtt);
         let acked: Vec<AckedPacket> = acked
@@ -79,7 +83,7 @@ impl<C: Controller> Driver<C> {
         let ev = CongestionEvent {
             now: self.now,
             rtt_updated: true,
-            prior_in_flight: cwnd,
+            prior_in_flight: if self.app_limited { 0 } else { cwnd },
             bytes_in_flight: 0,
             acked: &acked,
             lost: &lost,
@@ -1242,6 +1246,63 @@ fn hybrid_enters_competitive_mode_only_when_its_backoff_leaves_the_queue() {
     hybrid_feed(&mut d, &mut t, 700, 40);
     hybrid_feed(&mut d, &mut t, 1100, 80);
     assert!(!d.cc.competitive());
+}
+
+/// [`HybridConfig::competitive_refill_entry`]: a recheck reads the queue
+/// drained (its probe came back at 41 ms against 80 before the cut), but
+/// the queue is back at 80 ms within a second while the window stays (the
+/// flow sends less than its window here): a dip of another flow's
+/// sawtooth, and the mode begins. A queue that comes back later, after the
+/// window grew by more than a tenth, or with the entry off, does not enter
+/// it.
+#[test]
+fn hybrid_enters_the_mode_when_the_queue_refills_after_a_drained_recheck() {
+    // Returns at the recheck's verdict.
+    let drained = |cfg: HybridConfig| {
+        let (mut d, mut t) = hybrid_in_ca(cfg);
+        hybrid_feed(&mut d, &mut t, 1100, 80);
+        while d.cc.stats().competitive_cleared == 0 && t < 1400 {
+            let until = t + 10;
+            hybrid_feed(&mut d, &mut t, until, 41);
+        }
+        assert_eq!(d.cc.stats().competitive_cleared, 1);
+        assert!(!d.cc.competitive());
+        (d, t)
+    };
+    let (mut d, mut t) = drained(HybridConfig::default());
+    d.app_limited = true;
+    let (cut, at) = (d.cwnd_pkts(), t);
+    hybrid_feed(&mut d, &mut t, at + 200, 80);
+    assert_eq!(d.cwnd_pkts(), cut);
+    assert!(d.cc.competitive());
+    assert_eq!(d.cc.stats().refill_entries, 1);
+    assert_eq!(d.cc.stats().competitive_entries, 1);
+
+    // Back only after 1.2 s: no entry.
+    let (mut d, mut t) = drained(HybridConfig::default());
+    d.app_limited = true;
+    let at = t;
+    hybrid_feed(&mut d, &mut t, at + 1200, 41);
+    hybrid_feed(&mut d, &mut t, at + 1400, 80);
+    assert_eq!(d.cc.stats().refill_entries, 0);
+
+    // The window grows meanwhile (by a packet per round trip on four):
+    // this flow's own growth may explain the queue.
+    let (mut d, mut t) = drained(HybridConfig::default());
+    let (cut, at) = (d.cwnd_pkts(), t);
+    hybrid_feed(&mut d, &mut t, at + 200, 80);
+    assert!(d.cwnd_pkts() > cut * 1.1, "{cut} -> {}", d.cwnd_pkts());
+    assert_eq!(d.cc.stats().refill_entries, 0);
+
+    let (mut d, mut t) = drained(HybridConfig {
+        competitive_refill_entry: false,
+        ..HybridConfig::default()
+    });
+    d.app_limited = true;
+    let at = t;
+    hybrid_feed(&mut d, &mut t, at + 200, 80);
+    assert!(!d.cc.competitive());
+    assert_eq!(d.cc.stats().refill_entries, 0);
 }
 
 /// The recheck's timing ([`HybridConfig::competitive_recheck_timing`]).

@@ -53,6 +53,13 @@ const RECHECK_BAND: (f64, f64) = (0.4, 0.85);
 const RECHECK_LEVEL: f64 = 0.7;
 /// ... or after this many round trips (sRTT, at most 2 RTTmin each).
 const RECHECK_WAIT_RTTS: u32 = 16;
+/// [`HybridConfig::competitive_refill_entry`]: a queue that comes back
+/// within this many sRTT, ...
+const REFILL_WITHIN_RTTS: u32 = 10;
+/// ... but at least this long, after a recheck read it drained ...
+const REFILL_WITHIN_MIN: Duration = Duration::from_secs(1);
+/// ... while the window grew by less than this factor, enters the mode.
+const REFILL_MAX_GROWTH: f64 = 1.1;
 
 /// A recheck of the competitive mode: the window is cut to the measured
 /// bandwidth-delay product; do this flow's packets sent after the cut
@@ -317,11 +324,43 @@ impl Hybrid {
         self.cwnd = bdp.max(self.cfg.common.min_window()).min(self.cwnd);
     }
 
+    /// [`HybridConfig::competitive_refill_entry`]: after a recheck read
+    /// the queue drained, a queue back at half its level before the cut
+    /// (at least twice the tolerance) within `REFILL_WITHIN_RTTS` sRTT (at
+    /// least `REFILL_WITHIN_MIN`), while this flow's window grew by less
+    /// than `REFILL_MAX_GROWTH`, is another flow's: its sawtooth dipped
+    /// while the recheck's probe came back (the probe's RTT read against
+    /// an RTTmin that includes part of that flow's queue). The mode begins.
+    fn refill_entry(&mut self, now: Instant) {
+        let Some((at, window, before)) = self.cleared else {
+            return;
+        };
+        let within = (self.srtt * REFILL_WITHIN_RTTS).max(REFILL_WITHIN_MIN);
+        if self.competitive
+            || self.recheck.is_some()
+            || now.saturating_duration_since(at) > within
+            || !self.random_loss_free()
+            || self.cwnd > window * REFILL_MAX_GROWTH
+        {
+            self.cleared = None;
+            return;
+        }
+        let q = self.queueing_delay().unwrap_or_default();
+        if q >= (before / 2).max(self.queue_tolerance() * 2) {
+            self.cleared = None;
+            self.stats.refill_entries += 1;
+            self.enter_competitive(now);
+        }
+    }
+
     /// Ends a recheck: with the queue drained this flow is alone (the mode
     /// is refused or left, the window stays at the measured product);
     /// otherwise the window is restored and the mode entered or kept.
     fn finish_recheck(&mut self, now: Instant, r: Recheck, drained: bool) {
         if drained {
+            if self.cfg.competitive_refill_entry && self.random_loss_free() && !r.before.is_zero() {
+                self.cleared = Some((now, self.cwnd, r.before));
+            }
             self.entry_window = None;
             self.stats.competitive_cleared += 1;
             self.competitive = false;
@@ -427,6 +466,7 @@ impl Hybrid {
                 self.start_recheck(ev.now, entering);
             }
         }
+        self.refill_entry(ev.now);
         if let Some(mut r) = self.recheck {
             // The RTT sample is the newest acknowledged packet's.
             let probe = ev.acked.last().is_some_and(|a| a.time_sent >= r.start);

@@ -187,6 +187,15 @@ pub struct HybridConfig {
     /// loss-based competitor otherwise keeps the window of its overshoot
     /// while hybrid waits at the one it cut to (docs/congestion.md §3.4).
     pub competitive_start_entry: bool,
+    /// With the competitive mode: after a recheck read the queue drained,
+    /// a queue back at half its level before the recheck's cut (and at
+    /// least twice the tolerance) within max(1 s, 10 sRTT), while this
+    /// flow's window grew by less than a tenth and without random loss,
+    /// enters the mode. A flow that joined behind another flow's standing
+    /// queue counts part of it in its RTTmin, and the recheck's probe can
+    /// land in a dip of the other flow's sawtooth; the queue then comes
+    /// back without this flow (docs/congestion.md §3.4, "Refill entry").
+    pub competitive_refill_entry: bool,
     /// Outside the mode, a capacity share (`competitive_capacity_share`)
     /// below a quarter for a second, while the window limits sending,
     /// enters the mode, and while it stays that small no recheck reads the
@@ -362,6 +371,7 @@ impl Default for HybridConfig {
             competitive_reciprocity: 1,
             competitive_share_balance: true,
             competitive_start_entry: true,
+            competitive_refill_entry: true,
             competitive_share_entry: false,
             competitive_share_flows: true,
             competitive_capacity_share: true,
