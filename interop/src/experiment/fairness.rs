@@ -704,24 +704,19 @@ pub fn run_fairness(f: &FairnessOptions, work: &Path, certs: &Path) -> Result<u8
     if interrupted {
         return Ok(130);
     }
-    Ok(if runs.iter().all(|r| r.value.is_none()) {
-        1
-    } else {
-        0
-    })
+    Ok(exit_code(&runs))
+}
+
+/// The exit code of a report: 0, or 1 if no run measured anything.
+pub fn exit_code(runs: &[CellRun]) -> u8 {
+    u8::from(runs.iter().all(|r| r.value.is_none()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::compete::FlowResult;
-    use crate::experiment::fairness_options::parse_fairness;
-
-    fn opts(args: &str) -> FairnessOptions {
-        parse_fairness(args.split_whitespace().map(String::from), Path::new("/x"))
-            .unwrap()
-            .unwrap()
-    }
+    use crate::experiment::fairness_options::tests::opts;
 
     #[test]
     fn the_default_plan() {

@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use crate::experiment::bench::utc_stamp;
 use crate::experiment::fairness::{
-    document_for, plan, seed_ranges, verdicts, write_report, Cell, CellRun, FairnessReport,
+    document_for, exit_code, plan, seed_ranges, verdicts, write_report, Cell, CellRun,
+    FairnessReport,
 };
 use crate::experiment::fairness_options::FairnessOptions;
 
@@ -209,23 +210,13 @@ pub fn merge_fairness(f: &FairnessOptions) -> Result<u8, String> {
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
     write_report(&f.out, &started, "json", &(json + "\n"))?;
     eprintln!("wrote {}", write_report(&f.out, &started, "md", &doc)?);
-    Ok(if runs.iter().all(|r| r.value.is_none()) {
-        1
-    } else {
-        0
-    })
+    Ok(exit_code(&runs))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::fairness_options::parse_fairness;
-
-    fn opts(args: &str) -> FairnessOptions {
-        parse_fairness(args.split_whitespace().map(String::from), Path::new("/x"))
-            .unwrap()
-            .unwrap()
-    }
+    use crate::experiment::fairness_options::tests::opts;
 
     /// A report of `f`'s plan in which run r of cell c measured
     /// `value(c, r)` (None: failed).

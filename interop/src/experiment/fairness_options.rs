@@ -264,12 +264,18 @@ pub fn parse_fairness(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn parse(s: &str) -> Result<FairnessOptions, String> {
         parse_fairness(s.split_whitespace().map(String::from), Path::new("/x"))
             .map(|o| o.expect("not --help"))
+    }
+
+    /// The options of `args`, which must parse (for the other modules'
+    /// tests).
+    pub(crate) fn opts(args: &str) -> FairnessOptions {
+        parse(args).unwrap()
     }
 
     #[test]
