@@ -15,6 +15,9 @@ use crate::experiment::fairness::{
 };
 use crate::experiment::fairness_options::FairnessOptions;
 
+/// More runs per cell than a report plausibly planned.
+const MAX_RUNS: u64 = 100_000;
+
 /// The runs of one earlier report, mapped onto this plan's cells.
 #[derive(Debug)]
 struct Part {
@@ -69,7 +72,10 @@ fn load(path: &Path, f: &FairnessOptions, cells: &[Cell]) -> Result<Part, String
     // gaps), else --seed .. --seed + --runs.
     let seeds: Vec<u64> = match v["seeds"].as_array() {
         Some(list) => list.iter().filter_map(Value::as_u64).collect(),
-        None => (seed..seed + planned).collect(),
+        None if planned <= MAX_RUNS && seed.checked_add(planned).is_some() => {
+            (seed..seed + planned).collect()
+        }
+        None => return Err(err(format!("{planned} runs from seed {seed}"))),
     };
     let base = serde_json::to_value(&f.base).map_err(|e| err(e.to_string()))?;
     for k in LINK {
@@ -116,13 +122,10 @@ fn load(path: &Path, f: &FairnessOptions, cells: &[Cell]) -> Result<Part, String
         let Some(&i) = map.get(cell as usize) else {
             return Err(err(format!("a run of cell {cell}, which the report lacks")));
         };
-        if !seeds.contains(&(seed + run)) {
-            return Err(err(format!(
-                "run {run} has seed {}, which it did not plan",
-                seed + run
-            )));
-        }
-        runs.push((i, seed + run, r["value"].as_f64()));
+        let Some(run_seed) = seed.checked_add(run).filter(|s| seeds.contains(s)) else {
+            return Err(err(format!("run {run} has a seed it did not plan")));
+        };
+        runs.push((i, run_seed, r["value"].as_f64()));
     }
     Ok(Part {
         path: name,
@@ -316,6 +319,17 @@ mod tests {
         assert!(bigger.contains("differs"), "{bigger}");
         let faster = load_with(&format!("{args} --rate 50mbit"));
         assert!(faster.contains("another rate_bps"), "{faster}");
+        let mut huge: Value = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+        huge["options"]["base"]["seed"] = (u64::MAX - 1).into();
+        let listed = write(&dir, "listed.json", &huge.to_string());
+        assert!(load(&listed, &f, &cells)
+            .unwrap_err()
+            .contains("did not plan"));
+        huge.as_object_mut().unwrap().remove("seeds");
+        let huge = write(&dir, "huge.json", &huge.to_string());
+        assert!(load(&huge, &f, &cells)
+            .unwrap_err()
+            .contains("runs from seed"));
         let junk = write(&dir, "junk.json", "{\"runs\": []}");
         assert!(load(&junk, &f, &cells)
             .unwrap_err()
