@@ -370,9 +370,10 @@ const PAIR_GAP_DIVISOR: f64 = 16.0;
 /// or the sympathetic backoff), not Equation (1)'s few per cent.
 const SHALLOW_FRIENDLY_BETA: f64 = 0.75;
 
-/// [`Hybrid::pairs_outside_at`]: the narrowest queue range, as a fraction
-/// of RTTmin, on which pairs are sent outside the competitive mode.
-const PAIRS_MIN_RANGE: f64 = 0.15;
+/// [`Hybrid::wide_queue_range`]: the narrowest queue range, as a fraction
+/// of RTTmin, on which pairs are sent outside the competitive mode and the
+/// refill entry may begin the mode.
+const WIDE_RANGE: f64 = 0.15;
 
 /// RTT samples that must all show the delay increase (HyStart++ uses 8).
 const HS_SAMPLES: usize = 8;
@@ -589,7 +590,7 @@ impl Hybrid {
     /// ([`HybridConfig::competitive_share_entry`]): in congestion avoidance,
     /// with ACKs of single packets, after a loss met a queue peak within
     /// `queue_range_window`, on a queue range of at least
-    /// `PAIRS_MIN_RANGE` of RTTmin. Behind another flow's standing queue
+    /// `WIDE_RANGE` of RTTmin. Behind another flow's standing queue
     /// this flow's own queue says little (its RTTmin includes the other
     /// flow's), and only the capacity estimate, which needs the pairs,
     /// tells that the other flow holds the link. Not on narrower ranges: on
@@ -602,14 +603,21 @@ impl Hybrid {
         {
             return false;
         }
-        let (Some(min), Some(max), Some(at)) =
-            (self.rtt_min.get(), self.rtt_raw_max.get(), self.overflow_at)
-        else {
+        self.wide_queue_range()
+            && self
+                .overflow_at
+                .is_some_and(|at| now.saturating_duration_since(at) <= self.cfg.queue_range_window)
+    }
+
+    /// Whether the queue range seen in the last `queue_range_window` is at
+    /// least `WIDE_RANGE` of RTTmin: wider than a 4 ms buffer on a
+    /// 40 ms path, as narrow as the dips of a CUBIC flow's standing queue
+    /// that a joiner sees (about 0.4 RTTmin).
+    pub(super) fn wide_queue_range(&self) -> bool {
+        let (Some(min), Some(max)) = (self.rtt_min.get(), self.rtt_raw_max.get()) else {
             return false;
         };
-        let range = Duration::from_secs_f64(max).saturating_sub(min);
-        range >= min.mul_f64(PAIRS_MIN_RANGE)
-            && now.saturating_duration_since(at) <= self.cfg.queue_range_window
+        Duration::from_secs_f64(max).saturating_sub(min) >= min.mul_f64(WIDE_RANGE)
     }
 
     /// Whether the recent RTT shows queueing beyond the tolerance.

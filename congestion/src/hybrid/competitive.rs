@@ -331,6 +331,9 @@ impl Hybrid {
     /// than `REFILL_MAX_GROWTH`, is another flow's: its sawtooth dipped
     /// while the recheck's probe came back (the probe's RTT read against
     /// an RTTmin that includes part of that flow's queue). The mode begins.
+    /// Not on a narrow queue range (`wide_queue_range`): on a 4 ms buffer
+    /// every fill of another flow passes this test, whether or not this
+    /// flow's RTTmin includes a standing queue.
     fn refill_entry(&mut self, now: Instant) {
         let Some((at, window, before)) = self.cleared else {
             return;
@@ -340,6 +343,7 @@ impl Hybrid {
             || self.recheck.is_some()
             || now.saturating_duration_since(at) > within
             || !self.random_loss_free()
+            || !self.wide_queue_range()
             || self.cwnd > window * REFILL_MAX_GROWTH
         {
             self.cleared = None;

@@ -190,8 +190,8 @@ pub struct HybridConfig {
     /// With the competitive mode: after a recheck read the queue drained,
     /// a queue back at half its level before the recheck's cut (and at
     /// least twice the tolerance) within max(1 s, 10 sRTT), while this
-    /// flow's window grew by less than a tenth and without random loss,
-    /// enters the mode. A flow that joined behind another flow's standing
+    /// flow's window grew by less than a tenth, without random loss and on
+    /// a queue range of at least 0.15 RTTmin, enters the mode. A flow that joined behind another flow's standing
     /// queue counts part of it in its RTTmin, and the recheck's probe can
     /// land in a dip of the other flow's sawtooth; the queue then comes
     /// back without this flow (docs/congestion.md §3.4, "Refill entry").
