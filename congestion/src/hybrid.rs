@@ -106,6 +106,11 @@ pub struct HybridStats {
     /// Drain probes: backoffs by Equation (1) without a loss, after a queue
     /// persisted for [`HybridConfig::drain_probe_after`] (see there).
     pub drain_probes: u64,
+    /// Drain watches outside the competitive mode that found the queue
+    /// held (another flow's: the mode is entered or rechecked) ...
+    pub watches_held: u64,
+    /// ... and that found it drained.
+    pub watches_drained: u64,
     /// Sympathetic backoffs ([`HybridConfig::sympathetic_range`]).
     pub sympathetic_backoffs: u64,
     /// Rechecks of the competitive mode ([`HybridConfig::competitive_recheck`]).
@@ -204,6 +209,9 @@ pub struct Hybrid {
     unrecovered: f64,
     dof_rtt: Option<Duration>,
     last_beta: Option<f64>,
+    /// The last drain watch outside the mode: the smallest queueing delay
+    /// it saw less this flow's regrowth, and the threshold it was held to.
+    last_watch: Option<(Duration, Duration)>,
     stats: HybridStats,
     // HyStart++-style per-round minimum RTT (RFC 9406 idea).
     hs_cur_min: Option<Duration>,
@@ -416,6 +424,7 @@ impl Hybrid {
             unrecovered: 0.0,
             dof_rtt: None,
             last_beta: None,
+            last_watch: None,
             stats: HybridStats::default(),
             hs_cur_min: None,
             hs_samples: 0,
@@ -858,11 +867,17 @@ impl Controller for Hybrid {
             ("competitive_cleared", st.competitive_cleared),
             ("competitive_entries", st.competitive_entries),
             ("drain_probes", st.drain_probes),
+            ("watches_held", st.watches_held),
+            ("watches_drained", st.watches_drained),
             ("persistent_congestion", st.persistent_congestion),
         ] {
             if n > 0 {
                 out(name, n as f64);
             }
+        }
+        if let Some((excess, threshold)) = self.last_watch {
+            out("watch_excess_ms", excess.as_secs_f64() * 1e3);
+            out("watch_threshold_ms", threshold.as_secs_f64() * 1e3);
         }
         out("erasure_rate", self.erasure_rate());
         out("loss_fraction", self.loss_fraction());

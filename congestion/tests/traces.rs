@@ -1191,9 +1191,25 @@ fn hybrid_enters_competitive_mode_only_when_its_backoff_leaves_the_queue() {
     let (mut d, mut t) = hybrid_in_ca(HybridConfig::default());
     hybrid_feed(&mut d, &mut t, 900, 80);
     assert!(!d.cc.competitive(), "decided before the watch ended");
+    assert_eq!(d.cc.stats().watches_held + d.cc.stats().watches_drained, 0);
     hybrid_feed(&mut d, &mut t, 1100, 80);
     assert!(!d.cc.competitive(), "entered before the recheck");
     assert_eq!(d.cc.stats().competitive_rechecks, 1);
+    // The watch's verdict and reading are in the metrics (qlog's
+    // nc:cc_state): the 40 ms queue less the flow's regrowth since the
+    // backoff stayed far above 0.1 x 40 ms.
+    assert_eq!(
+        (d.cc.stats().watches_held, d.cc.stats().watches_drained),
+        (1, 0)
+    );
+    let (excess, threshold) = (
+        watch_metric(&d, "watch_excess_ms"),
+        watch_metric(&d, "watch_threshold_ms"),
+    );
+    assert!(
+        excess > 10.0 && (threshold - 4.0).abs() < 0.5,
+        "{excess} {threshold}"
+    );
     hybrid_feed(&mut d, &mut t, 1300, 80);
     assert!(d.cc.competitive());
     assert_eq!(d.cc.stats().competitive_entries, 1);
@@ -1237,6 +1253,11 @@ fn hybrid_enters_competitive_mode_only_when_its_backoff_leaves_the_queue() {
     hybrid_feed(&mut d, &mut t, 1100, 41);
     assert!(!d.cc.competitive());
     assert_eq!(d.cc.stats().competitive_entries, 0);
+    assert_eq!(
+        (d.cc.stats().watches_held, d.cc.stats().watches_drained),
+        (0, 1)
+    );
+    assert!(watch_metric(&d, "watch_excess_ms") < 2.0);
 
     // The queue drains for a moment only, as when the other flow backs off
     // within the watch (another delay-based flow draining its own queue):
@@ -1246,6 +1267,18 @@ fn hybrid_enters_competitive_mode_only_when_its_backoff_leaves_the_queue() {
     hybrid_feed(&mut d, &mut t, 700, 40);
     hybrid_feed(&mut d, &mut t, 1100, 80);
     assert!(!d.cc.competitive());
+    assert_eq!(d.cc.stats().watches_drained, 1);
+}
+
+/// A controller metric (`Controller::metrics`, qlog's `nc:cc_state`).
+fn watch_metric(d: &Driver<Hybrid>, name: &str) -> f64 {
+    let mut v = None;
+    d.cc.metrics(&mut |n, x| {
+        if n == name {
+            v = Some(x);
+        }
+    });
+    v.unwrap_or_else(|| panic!("no {name}"))
 }
 
 /// [`HybridConfig::competitive_refill_entry`]: a recheck reads the queue

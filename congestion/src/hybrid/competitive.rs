@@ -434,6 +434,14 @@ impl Hybrid {
                 } else {
                     c.min_excess.unwrap_or_default() > threshold && self.random_loss_free()
                 };
+                if !self.competitive {
+                    self.last_watch = Some((c.min_excess.unwrap_or_default(), threshold));
+                    if held {
+                        self.stats.watches_held += 1;
+                    } else {
+                        self.stats.watches_drained += 1;
+                    }
+                }
                 if held && !self.competitive {
                     // While a recheck waits, the first watch's window stays
                     // (the window before the first overflow).
