@@ -429,15 +429,18 @@ impl Hybrid {
                     .max(c.before.mul_f64(self.cfg.competitive_drain_frac));
                 // Enter when the queue never drained; once in the mode
                 // (after a probe), leave only when it never refilled.
+                let stayed = c.min_excess.unwrap_or_default() > threshold;
                 let held = if self.competitive {
                     c.max_excess > threshold
                 } else {
-                    c.min_excess.unwrap_or_default() > threshold && self.random_loss_free()
+                    stayed && self.random_loss_free()
                 };
                 if !self.competitive {
                     self.last_watch = Some((c.min_excess.unwrap_or_default(), threshold));
                     if held {
                         self.stats.watches_held += 1;
+                    } else if stayed {
+                        self.stats.watches_lossy += 1;
                     } else {
                         self.stats.watches_drained += 1;
                     }

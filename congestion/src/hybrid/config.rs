@@ -196,22 +196,27 @@ pub struct HybridConfig {
     /// land in a dip of the other flow's sawtooth; the queue then comes
     /// back without this flow (docs/congestion.md §3.4, "Refill entry").
     pub competitive_refill_entry: bool,
-    /// Outside the mode, a capacity share (`competitive_capacity_share`)
-    /// below a quarter for a second, while the window limits sending,
-    /// enters the mode, and while it stays that small no recheck reads the
-    /// queue as drained and the mode is not left on an empty queue. A flow
-    /// that joins behind another flow's standing queue takes part of that
-    /// queue for its RTTmin: the other flow's dips then
-    /// look like a drained queue, the drain watch and the recheck refuse
-    /// the mode, and the flow stayed at 2-15 % of the link. To read the
-    /// capacity there, paced pairs (`paced_pairs`) are sent outside the
-    /// mode too, in congestion avoidance after a loss met a queue peak, on
-    /// a queue range of at least 0.15 RTTmin, and capacity samples are
-    /// taken whether or not a queue is detected (docs/congestion.md §3.4).
-    /// Off by default: with four or more flows an equal share is a
-    /// quarter or less, so hybrids sharing a link entered the mode, and
-    /// there, CUBIC-like, they filled the buffer (about 5 000 queue drops
-    /// per flow and 20 MB on the emulated link, against 1-21 without).
+    /// Outside the mode, a capacity share (`competitive_capacity_share`) below
+    /// a tenth for a second, while the window limits sending, the path is free
+    /// of random loss and a loss met a queue peak since the share first read
+    /// small, enters the mode; while the share stays that small no recheck
+    /// reads the queue as drained and the mode is not left on an empty queue.
+    /// A flow that joins behind another flow's standing queue takes part of
+    /// that queue for its RTTmin: the other flow's dips then look like a
+    /// drained queue, the drain watch and the recheck refuse the mode, and the
+    /// flow stayed at 2-15 % of the link (on the emulated link behind quiche's
+    /// CUBIC, 3 of 32 joiners below half of CUBIC's rate, at a window of 10-21
+    /// kB for the whole run). To read the capacity there, paced pairs
+    /// (`paced_pairs`) are sent outside the mode too, in congestion avoidance
+    /// after a loss met a queue peak, on a queue range of at least 0.15
+    /// RTTmin, on a path free of random loss, and capacity samples are taken
+    /// whether or not a queue is detected (docs/congestion.md §3.4). The tenth
+    /// and the overflow keep hybrids among themselves out: an equal share
+    /// among up to nine flows is above it, and delay-based flows do not
+    /// overflow the buffer. With a quarter and no overflow test (the first
+    /// design, which was off by default) four hybrids entered the mode and
+    /// filled the buffer (about 5 000 queue drops per flow and 20 MB on the
+    /// emulated link, against 1-21 without).
     pub competitive_share_entry: bool,
     /// The share balance's reference with the capacity share is the rest
     /// of the capacity divided among the other flows it counts (at first
@@ -372,7 +377,7 @@ impl Default for HybridConfig {
             competitive_share_balance: true,
             competitive_start_entry: true,
             competitive_refill_entry: true,
-            competitive_share_entry: false,
+            competitive_share_entry: true,
             competitive_share_flows: true,
             competitive_capacity_share: true,
             friendly_increase: true,

@@ -36,8 +36,8 @@ const SHARE_AHEAD: f64 = 1.1;
 /// every packet on the emulated link, about 1.03).
 pub(super) const MAX_PACKETS_PER_ACK: f64 = 1.5;
 /// [`HybridConfig::competitive_share_entry`]: a capacity share below this
-/// ...
-const SMALL_SHARE: f64 = 0.25;
+/// (below an equal share among up to nine flows) ...
+const SMALL_SHARE: f64 = 0.1;
 /// ... for this long enters the mode.
 const SMALL_SHARE_FOR: Duration = Duration::from_secs(1);
 /// [`HybridConfig::competitive_share_flows`]: every this long while
@@ -93,11 +93,15 @@ impl Hybrid {
 
     /// [`HybridConfig::competitive_share_entry`]: outside the mode, a
     /// capacity share below `SMALL_SHARE` for `SMALL_SHARE_FOR` while the
-    /// window limits sending enters the mode at once. The capacity share
-    /// already says what the recheck would test (that the queue is not
-    /// this flow's own), and behind a competitor that overflows the buffer
-    /// every few round trips the recheck was abandoned at each backoff
-    /// (simulator: entry 4 s after the share first read small).
+    /// window limits sending, on a path free of random loss, with a loss
+    /// at a queue peak since the share first read small, enters the mode
+    /// at once. The capacity share already says what the recheck would
+    /// test (that the queue is not this flow's own), and behind a
+    /// competitor that overflows the buffer every few round trips the
+    /// recheck was abandoned at each backoff (simulator: entry 4 s after
+    /// the share first read small). The overflow is what a loss-based
+    /// competitor does and delay-based ones do not: without it, staggered
+    /// hybrids that read a small share while they ramp up entered too.
     pub(super) fn share_entry(&mut self, now: Instant) {
         let window_used = self.round_limited || self.prev_round_limited;
         if self.competitive || self.slow_start || !window_used || !self.small_share() {
@@ -106,6 +110,8 @@ impl Hybrid {
         }
         let since = *self.small_share_since.get_or_insert(now);
         if now.saturating_duration_since(since) >= SMALL_SHARE_FOR
+            && self.random_loss_free()
+            && self.overflow_at.is_some_and(|t| t >= since)
             && self.recheck.is_none()
             && self.recheck_due.is_none()
         {
@@ -139,12 +145,21 @@ impl Hybrid {
     /// catch-up takes share from it (behind quiche-like CUBIC in the
     /// simulator, 0.17 to 0.6 of the capacity within a second at 14-19 %
     /// loss); among four hybrids each read a quarter for seconds at 25 %
-    /// loss, growing towards half the link.
+    /// loss, growing towards half the link. Not within
+    /// `SHARE_REMEASURE_AFTER` of an entry or a recheck: the capacity share
+    /// is a delivery rate, which follows the window about a round trip
+    /// late, so the catch-up right after an entry from a small window
+    /// read as no progress (simulator, joining behind a quiche-like CUBIC:
+    /// a third flow counted 0.4 s after the entry, then up to nine, and
+    /// 0.31 of CUBIC's rate instead of 0.87).
     pub(super) fn share_progress(&mut self, now: Instant) {
         if !self.cfg.competitive_share_flows
             || !self.cfg.competitive_share_balance
             || !self.competitive
             || self.slow_start
+            || self
+                .rechecked_at
+                .is_some_and(|t| now.saturating_duration_since(t) < SHARE_REMEASURE_AFTER)
         {
             self.share_check = None;
             return;
