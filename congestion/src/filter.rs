@@ -91,6 +91,90 @@ impl<T: Copy + PartialOrd> WindowedMin<T> {
     }
 }
 
+/// Minimum over the last `window` of a piecewise-constant signal, each
+/// sample holding until the next one arrives: the level the signal held
+/// for at least `window`. Unlike [`WindowedMin`], a sample is judged when
+/// the next one ends it, and the value before a gap in the samples held
+/// until the gap ended. So a batch of late samples after a stall (the
+/// first ones inflated by the stall) never passes as a level, while a
+/// single sample that held for the window does.
+#[derive(Clone, Debug)]
+pub struct StepMin<T: Copy + PartialOrd> {
+    window: Duration,
+    /// Time order, strictly increasing values.
+    steps: VecDeque<Step<T>>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Step<T> {
+    value: T,
+    start: Instant,
+    /// When the next sample replaced it; `None` for the newest.
+    end: Option<Instant>,
+}
+
+impl<T: Copy + PartialOrd> StepMin<T> {
+    /// An empty filter with the given window length.
+    pub fn new(window: Duration) -> Self {
+        StepMin {
+            window,
+            steps: VecDeque::new(),
+        }
+    }
+
+    /// Change the window length (takes effect at the next update).
+    pub fn set_window(&mut self, window: Duration) {
+        self.window = window;
+    }
+
+    /// The signal takes `value` at `now`. Returns the minimum it held over
+    /// `[now - window, now)`, before this sample: `None` until some sample
+    /// has held for a while (also within a batch of samples at one instant
+    /// that pushed out the older levels).
+    pub fn update(&mut self, now: Instant, value: T) -> Option<T> {
+        if let Some(back) = self.steps.back_mut() {
+            back.end = Some(now);
+        }
+        while let Some(&Step { end: Some(end), .. }) = self.steps.front() {
+            if now.saturating_duration_since(end) > self.window {
+                self.steps.pop_front();
+            } else {
+                break;
+            }
+        }
+        // The front is the minimum; if it began now, so did every later
+        // step: nothing has held yet.
+        let held = self
+            .steps
+            .front()
+            .filter(|s| s.start < now)
+            .map(|s| s.value);
+        while let Some(back) = self.steps.back() {
+            if back.value >= value {
+                self.steps.pop_back();
+            } else {
+                break;
+            }
+        }
+        self.steps.push_back(Step {
+            value,
+            start: now,
+            end: None,
+        });
+        held
+    }
+
+    /// Number of steps kept.
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Whether the filter holds no sample.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+}
+
 /// Maximum of the samples in the last `window` (a [`WindowedMin`] on the
 /// negated order), used by the BBR-like baseline.
 #[derive(Clone, Debug)]
@@ -154,6 +238,30 @@ mod tests {
         f.expire(t0 + ms(500));
         // The newest sample survives expiry.
         assert_eq!(f.get(), Some(90));
+    }
+
+    #[test]
+    fn step_min_reports_levels_that_held() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut f = StepMin::new(ms(2));
+        assert_eq!(f.update(t0, 10u32), None);
+        assert_eq!(f.update(t0 + ms(1), 11), Some(10));
+        // A stall, then a batch at one instant, the first samples inflated:
+        // 11 held until the batch came, the batch itself has not held.
+        assert_eq!(f.update(t0 + ms(11), 30), Some(11));
+        assert_eq!(f.update(t0 + ms(11), 20), Some(11));
+        assert_eq!(f.update(t0 + ms(11), 12), Some(11));
+        // 12 held from 11 to 14 ms; 11 (until 11 ms) has left the window.
+        assert_eq!(f.update(t0 + ms(14), 40), Some(12));
+        // One sample that held for 10 ms counts when the next ends it.
+        assert_eq!(f.update(t0 + ms(24), 12), Some(40));
+        assert!(f.len() <= 2);
+        // Within a batch that pushed out every older level: nothing held.
+        let mut g = StepMin::new(ms(2));
+        g.update(t0, 50u32);
+        assert_eq!(g.update(t0 + ms(5), 5), Some(50));
+        assert_eq!(g.update(t0 + ms(5), 6), None);
     }
 
     #[test]

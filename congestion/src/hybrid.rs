@@ -80,7 +80,7 @@ pub use config::HybridConfig;
 use loss::LossRate;
 use share::SHARE_CATCHUP_RTTS;
 
-use crate::filter::WindowedMin;
+use crate::filter::{StepMin, WindowedMin};
 use crate::growth::{AdditiveIncrease, CubicGrowth};
 use crate::state_name;
 use crate::{
@@ -169,9 +169,16 @@ pub struct Hybrid {
     /// Windowed maximum of the RTT samples (queue peaks and jitter), each
     /// sample first held against the minimum of the last
     /// `srtt / RAW_SPIKE_DIVISOR` (`rtt_spike`): a queue peak lasts that long,
-    /// a batch of ACKs processed late does not.
+    /// a batch of ACKs processed late does not. The queue range of the
+    /// tolerance, the sympathetic backoff and the shallow-buffer test.
     rtt_raw_max: crate::filter::WindowedMax,
     rtt_spike: WindowedMin<Duration>,
+    /// Windowed maximum of the RTT levels that held for
+    /// `srtt / RAW_SPIKE_DIVISOR` (`rtt_held`), the value before a gap in
+    /// the samples included: the top of the queue range for the peak
+    /// threshold (loss classification).
+    rtt_peak_max: crate::filter::WindowedMax,
+    rtt_held: StepMin<Duration>,
     srtt: Duration,
     rttvar: Duration,
     // Round accounting.
@@ -403,7 +410,9 @@ impl Hybrid {
             rtt_recent: WindowedMin::new(cfg.common.initial_rtt),
             rtt_recent_max: crate::filter::WindowedMax::new(cfg.queue_range_window),
             rtt_raw_max: crate::filter::WindowedMax::new(cfg.queue_range_window),
+            rtt_peak_max: crate::filter::WindowedMax::new(cfg.queue_range_window),
             rtt_spike: WindowedMin::new(cfg.common.initial_rtt / RAW_SPIKE_DIVISOR),
+            rtt_held: StepMin::new(cfg.common.initial_rtt / RAW_SPIKE_DIVISOR),
             srtt: cfg.common.initial_rtt,
             rttvar: cfg.common.initial_rtt / 2,
             round_end: None,
@@ -944,6 +953,11 @@ impl Controller for Hybrid {
             self.rtt_spike.update(ev.now, ev.rtt.latest);
             let held = self.rtt_spike.get().unwrap_or(ev.rtt.latest);
             self.rtt_raw_max.update(ev.now, held.as_secs_f64());
+            self.rtt_held
+                .set_window(ev.rtt.smoothed / RAW_SPIKE_DIVISOR);
+            if let Some(level) = self.rtt_held.update(ev.now, ev.rtt.latest) {
+                self.rtt_peak_max.update(ev.now, level.as_secs_f64());
+            }
             self.update_queue_mean(ev.now, ev.rtt.latest);
             self.hs_cur_min = Some(
                 self.hs_cur_min

@@ -102,14 +102,14 @@ impl Hybrid {
     }
 
     /// RTT above which a packet counts as having met a queue peak for the
-    /// correlation test: halfway between RTTmin and the largest RTT sample
-    /// of the last `queue_range_window` (each held against the minimum of
-    /// the last sRTT/32, so a late batch of ACKs does not set it; see
-    /// `Hybrid::rtt_raw_max`). Independent of the queueing
+    /// correlation test: halfway between RTTmin and the highest RTT level
+    /// of the last `queue_range_window` that held for sRTT/32 (a batch of
+    /// ACKs after a stall is no level; see `Hybrid::rtt_peak_max`).
+    /// Independent of the queueing
     /// tolerance, so it works on buffers shallower than the tolerance.
     pub fn queue_peak_threshold(&self) -> Option<Duration> {
         let min = self.rtt_min.get()?;
-        let max = Duration::from_secs_f64(self.rtt_raw_max.get()?);
+        let max = Duration::from_secs_f64(self.rtt_peak_max.get()?);
         (max > min).then(|| min + (max - min) / 2)
     }
 
