@@ -106,6 +106,9 @@ pub struct HybridStats {
     /// Drain probes: backoffs by Equation (1) without a loss, after a queue
     /// persisted for [`HybridConfig::drain_probe_after`] (see there).
     pub drain_probes: u64,
+    /// Backoffs by Equation (1) of [`HybridConfig::shallow_guard`] (those
+    /// made as a drain probe count there too).
+    pub guard_backoffs: u64,
     /// Drain watches outside the competitive mode that found the queue
     /// held (another flow's: the mode is entered or rechecked) ...
     pub watches_held: u64,
@@ -268,6 +271,8 @@ pub struct Hybrid {
     queue_mean: Option<(Instant, Duration)>,
     /// When the window was last reduced.
     last_backoff_at: Option<Instant>,
+    /// The last backoff of [`HybridConfig::shallow_guard`].
+    guard_at: Option<Instant>,
     /// When a loss last met a queue peak.
     overflow_at: Option<Instant>,
     /// Since when the capacity share has read this flow below
@@ -459,6 +464,7 @@ impl Hybrid {
             queue_full_at: None,
             queue_mean: None,
             last_backoff_at: None,
+            guard_at: None,
             overflow_at: None,
             small_share_since: None,
             pairs_outside: false,
@@ -883,6 +889,7 @@ impl Controller for Hybrid {
             ("competitive_cleared", st.competitive_cleared),
             ("competitive_entries", st.competitive_entries),
             ("drain_probes", st.drain_probes),
+            ("guard_backoffs", st.guard_backoffs),
             ("watches_held", st.watches_held),
             ("watches_drained", st.watches_drained),
             ("watches_lossy", st.watches_lossy),

@@ -534,6 +534,15 @@ impl Hybrid {
                 && ev.now.saturating_duration_since(since) >= persist
             {
                 self.drain_probe(ev.now);
+            } else if !self.competitive
+                && !self.slow_start
+                && self.recheck.is_none()
+                && self.recheck_due.is_none()
+                && !self.send.in_recovery()
+                && self.random_loss_free()
+                && self.shallow_guard_due(ev.now)
+            {
+                self.shallow_guard(ev.now);
             }
         } else {
             self.queue_since = None;

@@ -278,6 +278,24 @@ pub struct HybridConfig {
     pub drain_probe_after: u32,
     /// See `drain_probe_after`.
     pub drain_probe_min: Duration,
+    /// The shallow-buffer guard (docs/congestion.md §3.2 item 18): on a
+    /// buffer known to be shallow (see `sympathetic_range`; the guard's own
+    /// backoffs keep it known), with this flow's delivery rate at least 0.9
+    /// of the bottleneck's capacity (nearly alone), back off by Equation (1)
+    /// as soon as the queue level reaches this fraction of the queue range
+    /// (its top from RTT levels that held), at most once per two smoothed
+    /// RTTs; the first such backoff is a drain probe. Alone on a 4 ms
+    /// buffer the queue rises from the tolerance to an overflow in about as
+    /// long as the probe waits (`drain_probe_after`): a flow whose probe
+    /// came first stayed at the BDP, one that overflowed first backed off
+    /// by 0.7 and, growing at CUBIC's 0.53 per round trip, overflowed again
+    /// before the next probe (the simulator with 0.25-1 ms of ACK jitter:
+    /// 0.91-0.92 of the link instead of 0.98-1.0). With a competitor the
+    /// share is smaller and nothing changes: a flow that trims its queue
+    /// just before a loss-based flow's overflow leaves the drops to that
+    /// flow (1.5-2.0 times an unpaced CUBIC's rate in the simulator without
+    /// the share test). `0` disables it.
+    pub shallow_guard: f64,
     /// Ramp: after each full round trip in which no queue was detected, the
     /// additive increase doubles, up to this fraction of the window per
     /// round trip (0 disables the ramp);
@@ -384,6 +402,7 @@ impl Default for HybridConfig {
             friendly_increase_shallow: true,
             drain_probe_after: 8,
             drain_probe_min: Duration::from_millis(500),
+            shallow_guard: 0.75,
             ramp: 0.25,
             sympathetic_range: 0.43,
             jitter_tolerance: 2.0,

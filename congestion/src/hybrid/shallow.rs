@@ -1,9 +1,11 @@
-//! Hybrid on shallow buffers (docs/congestion.md §3.2 items 10 and 16):
-//! whether the buffer is known to be shallow, the queue level the
-//! sympathetic backoff reads, and the sympathetic backoff itself.
+//! Hybrid on shallow buffers (docs/congestion.md §3.2 items 10, 16 and
+//! 18): whether the buffer is known to be shallow, the queue level the
+//! sympathetic backoff reads, the sympathetic backoff itself, and the
+//! guard that keeps a flow alone there from overflowing.
 
 use std::time::{Duration, Instant};
 
+use super::share::MAX_PACKETS_PER_ACK;
 use super::Hybrid;
 #[cfg(doc)]
 use super::HybridConfig;
@@ -14,6 +16,10 @@ const SYMPATHETIC_DRAINED: f64 = 0.4;
 
 /// Time constant of the sympathetic backoff's queue level, in sRTT.
 const SYMPATHETIC_MEAN_TAU: f64 = 0.5;
+
+/// The capacity share at or above which [`HybridConfig::shallow_guard`]
+/// takes this flow for nearly alone.
+const GUARD_SHARE: f64 = 0.9;
 
 impl Hybrid {
     /// Updates `queue_mean` with an RTT sample.
@@ -42,15 +48,81 @@ impl Hybrid {
     /// and a loss met a queue peak in that window (an overflow; alone, a
     /// delay-based flow's own small queue says nothing about the buffer).
     pub fn shallow_buffer(&self, now: Instant) -> bool {
+        self.shallow_range()
+            && self
+                .overflow_at
+                .is_some_and(|t| now.saturating_duration_since(t) <= self.cfg.queue_range_window)
+    }
+
+    /// Whether the queue range seen in the last `queue_range_window` is
+    /// below `sympathetic_range` of RTTmin.
+    fn shallow_range(&self) -> bool {
         let (Some(min), Some(max)) = (self.rtt_min.get(), self.rtt_raw_max.get()) else {
             return false;
         };
         let range = Duration::from_secs_f64(max).saturating_sub(min);
-        !range.is_zero()
-            && range < min.mul_f64(self.cfg.sympathetic_range)
+        !range.is_zero() && range < min.mul_f64(self.cfg.sympathetic_range)
+    }
+
+    /// Whether the drain probe is due before its usual wait
+    /// ([`HybridConfig::shallow_guard`]): on a buffer known to be shallow,
+    /// nearly alone (capacity share at least `GUARD_SHARE`), the queue
+    /// level at `shallow_guard` of the range or more, and no backoff in the
+    /// last two smoothed RTTs.
+    pub(super) fn shallow_guard_due(&self, now: Instant) -> bool {
+        // The guard's own backoffs, made before an overflow, keep the
+        // buffer known as shallow (else it forgot it 2 s after the last
+        // overflow, and the next came).
+        let guarded = self
+            .guard_at
+            .is_some_and(|t| now.saturating_duration_since(t) <= self.cfg.queue_range_window);
+        if self.cfg.shallow_guard <= 0.0
+            || !(self.shallow_buffer(now) || (guarded && self.shallow_range()))
+            || !self.alone_share().is_some_and(|s| s >= GUARD_SHARE)
+        {
+            return false;
+        }
+        // The range's top from RTT levels that held (a late batch of ACKs
+        // reads up to three times the buffer on the link).
+        let (Some(min), Some(max), Some((_, q))) =
+            (self.rtt_min.get(), self.rtt_peak_max.get(), self.queue_mean)
+        else {
+            return false;
+        };
+        let range = Duration::from_secs_f64(max).saturating_sub(min);
+        q >= range.mul_f64(self.cfg.shallow_guard)
             && self
-                .overflow_at
-                .is_some_and(|t| now.saturating_duration_since(t) <= self.cfg.queue_range_window)
+                .last_backoff_at
+                .is_none_or(|b| now.saturating_duration_since(b) >= self.srtt * 2)
+    }
+
+    /// This flow's delivery rate over the bottleneck's capacity, taken as
+    /// at least the highest rate this flow delivered in the last 10 s:
+    /// alone the two are the same rate, and a ratio of two noisy readings
+    /// of it fell below one as often as above (where
+    /// [`Hybrid::capacity_share`] gives none). With ACK jitter the pair
+    /// gaps read the capacity low (15 % at 0.5 ms in the simulator).
+    fn alone_share(&self) -> Option<f64> {
+        if !self.cfg.competitive_capacity_share || self.packets_per_ack > MAX_PACKETS_PER_ACK {
+            return None;
+        }
+        let c = self.capacity.estimate()?;
+        let c = self.own_rate_max.get().map_or(c, |m| m.max(c));
+        Some((self.own_rate? / c).min(1.0))
+    }
+
+    /// The guard's backoff: a drain probe, or while a drain watch is on,
+    /// Equation (1) alone (the watch goes on).
+    pub(super) fn shallow_guard(&mut self, now: Instant) {
+        self.stats.guard_backoffs += 1;
+        self.guard_at = Some(now);
+        if self.drain_check.is_none() {
+            self.drain_probe(now);
+        } else {
+            let beta = self.delay_beta();
+            self.last_beta = Some(beta);
+            self.backoff(now, beta, beta);
+        }
     }
 
     /// The sympathetic backoff ([`HybridConfig::sympathetic_range`]): a
