@@ -25,6 +25,8 @@ struct Part {
     path: String,
     /// The seeds it planned (`--seed` .. `--seed` + `--runs`).
     seeds: Vec<u64>,
+    /// The cells of this plan it planned them for.
+    cells: Vec<usize>,
     /// (cell of this plan, seed, figure) of every run it made.
     runs: Vec<(usize, u64, Option<f64>)>,
 }
@@ -130,25 +132,32 @@ fn load(path: &Path, f: &FairnessOptions, cells: &[Cell]) -> Result<Part, String
     Ok(Part {
         path: name,
         seeds,
+        cells: map,
         runs,
     })
 }
 
 /// The merged runs: run index = seed − the lowest seed. Two parts that
-/// planned the same seed would count the same runs twice: an error.
+/// planned the same seed for the same cell would count its runs twice: an
+/// error. Parts of different groups (or cells) may share seeds.
 fn merge(parts: &[Part]) -> Result<(Vec<u64>, Vec<CellRun>), String> {
-    let mut owner: BTreeMap<u64, &str> = BTreeMap::new();
+    let mut owner: BTreeMap<(usize, u64), &str> = BTreeMap::new();
     for p in parts {
-        for &s in &p.seeds {
-            if let Some(other) = owner.insert(s, &p.path) {
-                return Err(format!(
-                    "--merge: {other} and {} both planned seed {s}: its runs would count twice",
-                    p.path
-                ));
+        for &c in &p.cells {
+            for &s in &p.seeds {
+                if let Some(other) = owner.insert((c, s), &p.path) {
+                    return Err(format!(
+                        "--merge: {other} and {} both planned seed {s} for one cell: its \
+                         runs would count twice",
+                        p.path
+                    ));
+                }
             }
         }
     }
-    let seeds: Vec<u64> = owner.keys().copied().collect();
+    let mut seeds: Vec<u64> = owner.keys().map(|&(_, s)| s).collect();
+    seeds.sort_unstable();
+    seeds.dedup();
     let first = seeds.first().copied().unwrap_or(0);
     let runs = parts
         .iter()
@@ -354,6 +363,21 @@ mod tests {
         assert_eq!(seeds, [1, 2, 3, 4, 5, 6, 7]);
         let again = merge(&[load(&m, &f, &cells).unwrap(), load(&b, &f, &cells).unwrap()]);
         assert!(again.unwrap_err().contains("both planned seed 6"));
+
+        // One seed planned by two parts for different groups: no overlap.
+        let g = opts("--groups shallow,loss --others reno --buffers 10kB");
+        let g_cells = plan(&g);
+        let part_of = |groups: &str, name: &str| {
+            let h = opts(&format!(
+                "--groups {groups} --others reno --buffers 10kB --runs 2 --seed 1"
+            ));
+            let path = write(&dir, name, &report(&h, |_, _| Some(1.0)));
+            load(&path, &g, &g_cells).unwrap()
+        };
+        let (seeds, runs) =
+            merge(&[part_of("shallow", "s.json"), part_of("loss", "l.json")]).unwrap();
+        assert_eq!(seeds, [1, 2]);
+        assert_eq!(runs.len(), 2 * g_cells.len());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

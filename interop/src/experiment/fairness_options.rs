@@ -69,7 +69,8 @@ an infinite time.
                    the runs of earlier JSON reports, e.g. seeds 1-5 and 6-10
                    of a campaign made in two parts; give the options they
                    were made with (except --runs and --seed). Reports that
-                   planned the same seed are refused
+                   planned the same seed for the same cell are refused
+                   (parts of different groups may share seeds)
   --rate, --rtt, --seed, --loss-position, --spin, --no-realtime,
   --idle-timeout, --bin-dir, --linkem, --quinn-peer, --quic-go-peer, --keep:
                    as for the matrix
