@@ -617,7 +617,8 @@ impl Hybrid {
     /// ([`HybridConfig::competitive_share_entry`]): in congestion avoidance,
     /// with ACKs of single packets, after a loss met a queue peak within
     /// `queue_range_window`, on a queue range of at least
-    /// `WIDE_RANGE` of RTTmin, on a path free of random loss (where the
+    /// `WIDE_RANGE` of RTTmin, on a path free of random loss or whose losses
+    /// correlate with queue peaks ([`Hybrid::losses_at_peaks`]; where the
     /// share entry is off; with pairs there the simulator's RTT mix at
     /// 0.5 % loss on a 10 ms buffer, appendix Table 4, went from 1.48 to
     /// 2.19, and 1.81 without them, three seeds each). Behind another flow's standing queue
@@ -630,7 +631,7 @@ impl Hybrid {
         if !self.cfg.competitive_share_entry
             || self.slow_start
             || self.packets_per_ack > share::MAX_PACKETS_PER_ACK
-            || !self.random_loss_free()
+            || !self.losses_at_peaks()
         {
             return false;
         }

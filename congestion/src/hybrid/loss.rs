@@ -121,6 +121,16 @@ impl Hybrid {
             .is_none_or(|r| r < self.cfg.competitive_max_random_loss)
     }
 
+    /// Whether losses read as overflows for the share entry and its pairs:
+    /// no random loss measured, or
+    /// ([`HybridConfig::competitive_correlated_losses`]) losses correlate
+    /// with queue peaks, so that the off-peak ones are overflows
+    /// misclassified behind another flow's standing queue.
+    pub(super) fn losses_at_peaks(&self) -> bool {
+        self.random_loss_free()
+            || (self.cfg.competitive_correlated_losses && self.loss_delay_correlated())
+    }
+
     /// Whether losses correlate with queueing: the loss rate of packets that
     /// met a queue peak (their RTT, or for a lost packet its successor's
     /// without random loss and its newest acknowledged neighbour's under

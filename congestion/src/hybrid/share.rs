@@ -93,8 +93,9 @@ impl Hybrid {
 
     /// [`HybridConfig::competitive_share_entry`]: outside the mode, a
     /// capacity share below `SMALL_SHARE` for `SMALL_SHARE_FOR` while the
-    /// window limits sending, on a path free of random loss, with a loss
-    /// at a queue peak since the share first read small, enters the mode
+    /// window limits sending, on a path free of random loss (or whose
+    /// losses correlate with queue peaks, [`Hybrid::losses_at_peaks`]),
+    /// with a loss at a queue peak since the share first read small, enters the mode
     /// at once. The capacity share already says what the recheck would
     /// test (that the queue is not this flow's own), and behind a
     /// competitor that overflows the buffer every few round trips the
@@ -110,7 +111,7 @@ impl Hybrid {
         }
         let since = *self.small_share_since.get_or_insert(now);
         if now.saturating_duration_since(since) >= SMALL_SHARE_FOR
-            && self.random_loss_free()
+            && self.losses_at_peaks()
             && self.overflow_at.is_some_and(|t| t >= since)
             && self.recheck.is_none()
             && self.recheck_due.is_none()

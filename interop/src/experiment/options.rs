@@ -72,7 +72,9 @@ rows (flow specs, comma-separated): [STACK:]CC[+nc=POLICY|off][+mode=full][+wind
   --no-realtime      linkem --no-realtime
   --runs N           runs per cell (default 3), interleaved: for each run, for
                      each loss, every row once
-  --timeout SECS     per-run cap (default 10): the client gives up after SECS
+  --timeout SECS     per-run cap (default 10; with --compete three times what
+                     all flows need at --rate, plus the staggers, at least
+                     10): the client gives up after SECS
                      and the run counts with its partial goodput, time \">SECS\"
   --per-run          also print the table of individual runs
   --idle-timeout MS  the servers' QUIC idle timeout (default 5000); the runner
@@ -608,6 +610,15 @@ pub(crate) fn parse_flags<T>(
     Ok(true)
 }
 
+/// `--compete`'s per-run cap unless `--timeout` is given: three times what
+/// all flows' bytes need at the link rate, plus the staggers, and at least
+/// the matrix's 10 s (two flows of 20 MB at 20 Mbit/s: 50 s).
+pub fn compete_timeout(size: u64, flows: usize, rate_bps: u64, stagger: Duration) -> Duration {
+    let need = (flows as f64 * size as f64 * 8.0 / rate_bps.max(1) as f64).min(3600.0);
+    let cap = Duration::from_secs_f64(3.0 * need) + stagger * (flows as u32).saturating_sub(1);
+    cap.max(Duration::from_secs(10))
+}
+
 /// Parses the matrix's arguments (without program name); `None` if
 /// `--help` was asked for. `exe_dir` is the directory of the running
 /// executable (default for `--bin-dir` and `linkem`).
@@ -619,6 +630,7 @@ pub fn parse_matrix(
     let mut rows_given = false;
     let mut loss_given = false;
     let mut offsets_given = false;
+    let mut timeout_given = false;
     let own = |o: &mut Options, name: &str, v: String| -> Result<bool, String> {
         match name {
             "--direct" => o.direct = true,
@@ -650,7 +662,10 @@ pub fn parse_matrix(
             "--size" => o.size = parse_size("--size", &v)?,
             "--stream" => o.stream = Some(parse_stream(&v)?),
             "--runs" => o.runs = parse_runs(&v)?,
-            "--timeout" => o.timeout = parse_secs("--timeout", &v)?,
+            "--timeout" => {
+                timeout_given = true;
+                o.timeout = parse_secs("--timeout", &v)?;
+            }
             "--compete" => {
                 let pair: Vec<String> = v.split(',').map(|s| s.trim().to_string()).collect();
                 let n = crate::compete::MAX_FLOWS;
@@ -690,6 +705,9 @@ pub fn parse_matrix(
         }
         o.rows = pair.clone();
         o.reference = None;
+        if !timeout_given {
+            o.timeout = compete_timeout(o.size, pair.len(), o.rate_bps, o.stagger);
+        }
         if o.traced() {
             return Err("--trace* does not apply to --compete".into());
         }
@@ -932,6 +950,14 @@ mod tests {
             Duration::from_millis(500)
         );
         assert_eq!(parse("").compete, None);
+        // The cap follows the transfer unless --timeout is given; the
+        // matrix keeps 10 s.
+        let secs = |a: &str| parse(a).timeout.as_secs_f64();
+        assert_eq!(secs("--compete a,b --size 20MB --stagger 2"), 50.0);
+        assert_eq!(secs("--compete a,b,c,d --size 20MB"), 96.0);
+        assert_eq!(secs("--compete a,b --size 1MB"), 10.0);
+        assert_eq!(secs("--compete a,b --size 20MB --timeout 30"), 30.0);
+        assert_eq!(secs("--size 20MB"), 10.0);
         assert_eq!(
             parse("--compete quinn:bbr,hybrid+nc=off").compete.unwrap()[0],
             "quinn:bbr"
