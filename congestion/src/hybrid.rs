@@ -279,9 +279,9 @@ pub struct Hybrid {
     /// `SMALL_SHARE` outside the competitive mode
     /// ([`HybridConfig::competitive_share_entry`]).
     small_share_since: Option<Instant>,
-    /// Whether paced pairs are sent outside the competitive mode (see
-    /// [`Hybrid::pairs_outside_at`]).
-    pairs_outside: bool,
+    /// Whether paced pairs are sent outside the competitive mode, or why
+    /// not (see [`Hybrid::pairs_outside_at`]).
+    pairs_outside: PairsOff,
     /// Whether the window limited sending in the previous round.
     prev_round_limited: bool,
     /// The recheck in progress ([`HybridConfig::competitive_recheck`]).
@@ -384,6 +384,27 @@ fn hystart_threshold(base: Duration) -> Duration {
 /// ACK events kept for the short-term delivery-rate estimate.
 const ACK_HISTORY: usize = 16;
 
+/// Whether paced pairs are sent outside the competitive mode
+/// ([`Hybrid::pairs_outside_at`]), or the first condition that keeps them
+/// off; the `pairs_off` figure of `nc:cc_state` outside the mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PairsOff {
+    /// Sent.
+    Sent = 0,
+    /// The share entry is off.
+    ShareEntryOff = 1,
+    /// In slow start.
+    SlowStart = 2,
+    /// ACK events acknowledge more than 1.5 packets on average.
+    AckBatches = 3,
+    /// Random loss measured (and losses do not correlate with queue peaks).
+    RandomLoss = 4,
+    /// The queue range is below 0.15 RTTmin.
+    NarrowRange = 5,
+    /// No loss met a queue peak within `queue_range_window`.
+    NoOverflow = 6,
+}
+
 /// With [`HybridConfig::paced_pairs`], the second packet of a pair follows
 /// the first after this fraction of the mean gap.
 const PAIR_GAP_DIVISOR: f64 = 16.0;
@@ -467,7 +488,7 @@ impl Hybrid {
             guard_at: None,
             overflow_at: None,
             small_share_since: None,
-            pairs_outside: false,
+            pairs_outside: PairsOff::SlowStart,
             prev_round_limited: false,
             recheck: None,
             recheck_due: None,
@@ -613,7 +634,8 @@ impl Hybrid {
         (3.0 * (1.0 - b) / (1.0 + b)).clamp(0.1, 1.0)
     }
 
-    /// Whether to send paced pairs outside the competitive mode
+    /// Whether to send paced pairs outside the competitive mode (`Sent`, or
+    /// the first condition that fails)
     /// ([`HybridConfig::competitive_share_entry`]): in congestion avoidance,
     /// with ACKs of single packets, after a loss met a queue peak within
     /// `queue_range_window`, on a queue range of at least
@@ -627,18 +649,25 @@ impl Hybrid {
     /// tells that the other flow holds the link. Not on narrower ranges: on
     /// a 4 ms buffer the pairs' bursts cost hybrid its deference to CUBIC
     /// (simulator: 1.74 times CUBIC's share in one start offset of ten).
-    pub(super) fn pairs_outside_at(&self, now: Instant) -> bool {
-        if !self.cfg.competitive_share_entry
-            || self.slow_start
-            || self.packets_per_ack > share::MAX_PACKETS_PER_ACK
-            || !self.losses_at_peaks()
+    pub(super) fn pairs_outside_at(&self, now: Instant) -> PairsOff {
+        if !self.cfg.competitive_share_entry {
+            PairsOff::ShareEntryOff
+        } else if self.slow_start {
+            PairsOff::SlowStart
+        } else if self.packets_per_ack > share::MAX_PACKETS_PER_ACK {
+            PairsOff::AckBatches
+        } else if !self.losses_at_peaks() {
+            PairsOff::RandomLoss
+        } else if !self.wide_queue_range() {
+            PairsOff::NarrowRange
+        } else if self
+            .overflow_at
+            .is_none_or(|at| now.saturating_duration_since(at) > self.cfg.queue_range_window)
         {
-            return false;
+            PairsOff::NoOverflow
+        } else {
+            PairsOff::Sent
         }
-        self.wide_queue_range()
-            && self
-                .overflow_at
-                .is_some_and(|at| now.saturating_duration_since(at) <= self.cfg.queue_range_window)
     }
 
     /// Whether the queue range seen in the last `queue_range_window` is at
@@ -875,6 +904,9 @@ impl Controller for Hybrid {
         }
         out("queue_detected", self.queue_detected() as u8 as f64);
         out("competitive", self.competitive as u8 as f64);
+        if !self.competitive {
+            out("pairs_off", self.pairs_outside as u8 as f64);
+        }
         // The history so far (counters that moved): why the window was
         // cut, and the competitive mode's steps.
         let st = &self.stats;
@@ -1300,7 +1332,7 @@ impl Controller for Hybrid {
 
     fn pacing_rate(&self, bif: usize) -> Option<u64> {
         let rate = self.mean_pacing_rate(bif)?;
-        if !self.cfg.paced_pairs || !(self.competitive || self.pairs_outside) {
+        if !self.cfg.paced_pairs || !(self.competitive || self.pairs_outside == PairsOff::Sent) {
             return Some(rate);
         }
         // Asked right after a packet is sent, for the gap to the next one:

@@ -79,6 +79,20 @@ fn metrics_trace_samples_each_flow_from_its_start() {
     assert!(last.cwnd > 0 && last.srtt >= ms(40));
     assert!(last.metrics.iter().any(|&(n, _)| n == "competitive"));
     assert!(h.iter().any(|m| m.queue_bytes > 0));
+    // Outside the competitive mode, why no paced pairs are sent: slow
+    // start (2) first, another reason after it.
+    let pairs_off = |m: &congestion::sim::MetricsSample| {
+        m.metrics
+            .iter()
+            .find(|&&(n, _)| n == "pairs_off")
+            .map(|&(_, v)| v)
+    };
+    assert_eq!(pairs_off(&h[0]), Some(2.0));
+    assert!(h
+        .iter()
+        .filter_map(pairs_off)
+        .all(|v| (0.0..=6.0).contains(&v)));
+    assert!(h.iter().filter_map(pairs_off).any(|v| v != 2.0));
 }
 
 #[test]
