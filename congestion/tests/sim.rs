@@ -436,6 +436,22 @@ fn hybrid_joining_behind_a_hystart_cubic_gets_its_share_at_any_offset() {
     );
 }
 
+/// How many of 40 coded hybrid joiners with `cfg`, started 2.04-3.48 s
+/// behind a quiche-like CUBIC (rollback of small events) as
+/// `examples/simjoin.rs` does, get less than half of CUBIC's rate.
+fn joiners_starved_behind_rollback_cubic(cfg: congestion::HybridConfig) -> usize {
+    (1..=40u64)
+        .filter(|&k| {
+            let link = LinkConfig::bdp_buffer(20.0, ms(40)).with_seed(k);
+            let mut sim = Simulation::new(link);
+            sim.add_flow(Algo::CubicRollback.flow(ms(40)));
+            sim.add_flow(coded_hybrid(cfg, ms(40)).starting_at(ms(2000 + 37 * k)));
+            let r = sim.run(secs(20), secs(4));
+            r.flows[1].throughput_bps < 0.5 * r.flows[0].throughput_bps
+        })
+        .count()
+}
+
 /// [`HybridConfig::competitive_share_entry`]: hybrid joining 2.04-3.48 s
 /// behind a quiche-like CUBIC (rollback of small events) at 40 start
 /// offsets, as `examples/simjoin.rs` does. Behind that flow's standing
@@ -447,21 +463,11 @@ fn hybrid_joining_behind_a_hystart_cubic_gets_its_share_at_any_offset() {
 /// 32).
 #[test]
 fn hybrid_share_entry_lifts_joiners_behind_a_standing_queue() {
-    let starved = |share_entry: bool| -> usize {
-        (1..=40u64)
-            .filter(|&k| {
-                let link = LinkConfig::bdp_buffer(20.0, ms(40)).with_seed(k);
-                let mut sim = Simulation::new(link);
-                sim.add_flow(Algo::CubicRollback.flow(ms(40)));
-                let cfg = congestion::HybridConfig {
-                    competitive_share_entry: share_entry,
-                    ..Default::default()
-                };
-                sim.add_flow(coded_hybrid(cfg, ms(40)).starting_at(ms(2000 + 37 * k)));
-                let r = sim.run(secs(20), secs(4));
-                r.flows[1].throughput_bps < 0.5 * r.flows[0].throughput_bps
-            })
-            .count()
+    let starved = |share_entry: bool| {
+        joiners_starved_behind_rollback_cubic(congestion::HybridConfig {
+            competitive_share_entry: share_entry,
+            ..Default::default()
+        })
     };
     let (with, without) = (starved(true), starved(false));
     eprintln!(
@@ -480,21 +486,11 @@ fn hybrid_share_entry_lifts_joiners_behind_a_standing_queue() {
 /// runs counting them, 12 not.
 #[test]
 fn hybrid_counts_correlated_losses_as_overflows_behind_a_full_buffer() {
-    let starved = |correlated: bool| -> usize {
-        (1..=40u64)
-            .filter(|&k| {
-                let link = LinkConfig::bdp_buffer(20.0, ms(40)).with_seed(k);
-                let mut sim = Simulation::new(link);
-                sim.add_flow(Algo::CubicRollback.flow(ms(40)));
-                let cfg = congestion::HybridConfig {
-                    competitive_correlated_losses: correlated,
-                    ..Default::default()
-                };
-                sim.add_flow(coded_hybrid(cfg, ms(40)).starting_at(ms(2000 + 37 * k)));
-                let r = sim.run(secs(20), secs(4));
-                r.flows[1].throughput_bps < 0.5 * r.flows[0].throughput_bps
-            })
-            .count()
+    let starved = |correlated: bool| {
+        joiners_starved_behind_rollback_cubic(congestion::HybridConfig {
+            competitive_correlated_losses: correlated,
+            ..Default::default()
+        })
     };
     let (with, without) = (starved(true), starved(false));
     eprintln!("joiners below half of CUBIC's rate: {with} of 40 counting correlated losses as overflows, {without} not");
